@@ -1,0 +1,84 @@
+"""One exception tree for everything Hygieia raises (the gateway's errors derive from it too)."""
+
+from __future__ import annotations
+
+
+class HygieiaError(Exception):
+    """Root of every error Hygieia raises on purpose."""
+
+
+class ConfigError(HygieiaError):
+    """A configuration value is missing or invalid; the message names the key."""
+
+
+class LLMError(HygieiaError):
+    """The model provider failed. ``retryable`` says whether trying later may help."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ContextOverflow(LLMError):
+    """The prompt is longer than the model accepts (HTTP 400 "prompt is too long")."""
+
+    def __init__(self, message: str, *, actual_tokens: int | None = None, limit_tokens: int | None = None) -> None:
+        super().__init__(message, status_code=400)
+        self.actual_tokens = actual_tokens
+        self.limit_tokens = limit_tokens
+
+
+class RateLimited(LLMError):
+    """HTTP 429; ``retry_after`` in seconds when the provider said."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message, status_code=429)
+        self.retry_after = retry_after
+
+
+class Overloaded(LLMError):
+    """HTTP 529 or a 5xx: the provider is temporarily unable to answer."""
+
+    retryable = True
+
+
+class SpendLimitReached(LLMError):
+    """The account's credit or spend limit is exhausted; never retried."""
+
+
+class AuthenticationFailed(LLMError):
+    """The API key is missing, wrong or lacks permission."""
+
+
+class ProviderUnreachable(LLMError):
+    """Connection refused, DNS failure or timeout."""
+
+    retryable = True
+
+
+class InvalidRequest(LLMError):
+    """The provider rejected the request for a reason other than its length."""
+
+
+class CompressionError(HygieiaError):
+    """Compaction could not be done (summarizer failed and no fallback was allowed)."""
+
+
+class ToolError(HygieiaError):
+    """A tool refused its input; the message is shown to the model as the tool result."""
+
+
+class StoreError(HygieiaError):
+    """The storage layer failed or was asked for something that does not exist."""
+
+
+class NotFound(StoreError):
+    """The requested session, message or compaction does not exist."""
+
+
+class AdapterError(HygieiaError):
+    """A platform adapter failed (send rejected, platform unreachable)."""

@@ -1,0 +1,95 @@
+"""The storage interface the agent needs; the gateway's store implements it.
+
+Keeping it a ``Protocol`` lets the agent and its compressor run with no database
+(tests use :class:`agent.memory_store.InMemoryStore`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from agent.types import (
+    ChatMessage,
+    CompactionPlan,
+    CompactionRecord,
+    ContextState,
+    MemoryEntry,
+    RecallPage,
+    SearchFilters,
+    SearchHit,
+    UsageRecord,
+)
+
+
+class ConversationStore(Protocol):
+    """Persistence for one or many conversations, addressed by session id."""
+
+    async def append_message(self, session_id: str, message: ChatMessage) -> ChatMessage:
+        """Persist ``message`` at the end of the session; returns it with ``id`` and ``seq``.
+
+        Idempotent on ``platform_message_id``: a second append of the same platform
+        message returns the stored row instead of a new one.
+        """
+        ...
+
+    async def load_active(self, session_id: str) -> list[ChatMessage]:
+        """The ACTIVE view of the session, in order."""
+        ...
+
+    async def archive_and_summarize(self, session_id: str, plan: CompactionPlan) -> CompactionRecord:
+        """Apply a compaction in one transaction (see :class:`agent.types.CompactionPlan`)."""
+        ...
+
+    async def search(
+        self, query: str, filters: SearchFilters, *, limit: int = 20, offset: int = 0
+    ) -> list[SearchHit]:
+        """Ranked full-text search; a query that means nothing returns ``[]``, never an error."""
+        ...
+
+    async def recall(
+        self,
+        session_id: str,
+        *,
+        compaction_id: str | None = None,
+        from_id: int | None = None,
+        to_id: int | None = None,
+        offset: int = 0,
+        limit: int = 20,
+    ) -> RecallPage:
+        """Archived (compacted) messages of this session, verbatim, in order, paged."""
+        ...
+
+    async def list_compactions(self, session_id: str) -> list[CompactionRecord]:
+        """The session's compactions, oldest first."""
+        ...
+
+    async def record_usage(self, session_id: str, record: UsageRecord) -> None:
+        """Store one API call's token usage and cost."""
+        ...
+
+    async def load_context_state(self, session_id: str) -> ContextState:
+        """Compression bookkeeping (cooldowns, breaker, calibration) for the session."""
+        ...
+
+    async def save_context_state(self, session_id: str, state: ContextState) -> None:
+        """Persist compression bookkeeping."""
+        ...
+
+    async def memory_list(self, scope: str, prefix: str = "/memories") -> list[MemoryEntry]:
+        """Memory files under ``prefix`` (paths are normalized, start with ``/memories``)."""
+        ...
+
+    async def memory_get(self, scope: str, path: str) -> MemoryEntry | None:
+        ...
+
+    async def memory_put(self, scope: str, path: str, content: str) -> None:
+        """Create or overwrite a memory file."""
+        ...
+
+    async def memory_delete(self, scope: str, path: str) -> int:
+        """Delete a file, or every file under a directory path; returns how many."""
+        ...
+
+    async def memory_rename(self, scope: str, old_path: str, new_path: str) -> int:
+        """Move a file or directory; returns how many files moved."""
+        ...

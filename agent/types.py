@@ -1,0 +1,251 @@
+"""Domain objects shared by the agent and the gateway.
+
+Message content is kept as Anthropic content blocks (plain JSON dicts) because that is
+what is stored and what the API takes; everything around the content is typed here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+MessageKind = Literal["message", "summary", "notice"]
+Trigger = Literal["hygiene", "in_loop", "reactive", "manual", "scheduled"]
+CompactionStatus = Literal["ok", "fallback", "failed"]
+SearchState = Literal["active", "archived", "all"]
+ContentBlock = dict[str, Any]
+
+
+def text_block(text: str) -> ContentBlock:
+    """A plain text content block."""
+    return {"type": "text", "text": text}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of a conversation, as the agent sees it.
+
+    ``id`` and ``seq`` are set by the store once the message is persisted; a message
+    the agent has just produced has neither.
+    """
+
+    role: Role
+    content: list[ContentBlock]
+    kind: MessageKind = "message"
+    id: int | None = None
+    seq: int | None = None
+    author_id: str | None = None
+    author_name: str | None = None
+    platform_message_id: str | None = None
+    created_at: datetime | None = None
+    token_estimate: int | None = None
+    active: bool = True
+    compacted: bool = False
+    compaction_id: str | None = None
+
+    @classmethod
+    def user(cls, text: str, **kw: Any) -> ChatMessage:
+        return cls(role="user", content=[text_block(text)], **kw)
+
+    @classmethod
+    def assistant(cls, text: str, **kw: Any) -> ChatMessage:
+        return cls(role="assistant", content=[text_block(text)], **kw)
+
+    @property
+    def text(self) -> str:
+        """The plain text of the message: text blocks, tool inputs and tool results flattened."""
+        return content_text(self.content)
+
+    def tool_use_ids(self) -> list[str]:
+        return [str(b["id"]) for b in self.content if b.get("type") == "tool_use"]
+
+    def tool_result_ids(self) -> list[str]:
+        return [str(b["tool_use_id"]) for b in self.content if b.get("type") == "tool_result"]
+
+    def with_content(self, content: list[ContentBlock]) -> ChatMessage:
+        return replace(self, content=content)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The message as the Messages API takes it."""
+        return {"role": self.role, "content": [dict(b) for b in self.content]}
+
+
+def content_text(content: list[ContentBlock]) -> str:
+    """Flatten content blocks to searchable, countable text."""
+    parts: list[str] = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            parts.append(f"[tool {block.get('name')}] {json.dumps(block.get('input', {}), ensure_ascii=False)}")
+        elif kind == "tool_result":
+            inner = block.get("content", "")
+            if isinstance(inner, list):
+                parts.append(content_text(inner))
+            else:
+                parts.append(str(inner))
+        elif kind in ("image", "document"):
+            parts.append(f"[{kind}]")
+    return "\n".join(p for p in parts if p)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSession:
+    """What the agent needs to know about the conversation it serves."""
+
+    id: str
+    system_prompt: str
+    model: str
+    context_window: int
+    key: str = ""
+    platform: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of ONE API call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """The prompt size of this call: never sum this across the calls of a loop."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """One API call's usage as stored (one row of the ``usage`` table)."""
+
+    model: str
+    purpose: Literal["chat", "summary", "count"]
+    usage: Usage
+    cost_usd: float
+    estimated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Insertion:
+    """A message a compaction adds to the active view, placed where ``anchor_id`` was."""
+
+    anchor_id: int
+    message: ChatMessage
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What one compaction changes, applied by the store in ONE transaction.
+
+    ``archive_ids`` become ``active=false, compacted=true``; each insertion takes the
+    place of its anchor in the active view (a summary is anchored on the first archived
+    message; a pruned copy on the message it replaces). Messages not named here stay as
+    they are, including any appended while the compaction ran.
+    """
+
+    trigger: Trigger
+    archive_ids: tuple[int, ...]
+    insertions: tuple[Insertion, ...]
+    first_kept_id: int | None
+    tokens_before: int
+    tokens_after: int
+    model: str
+    duration_ms: int
+    status: CompactionStatus = "ok"
+    focus: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    """A compaction as stored (one row of the ``compactions`` table)."""
+
+    id: str
+    session_id: str
+    trigger: Trigger
+    status: CompactionStatus
+    archived_from_seq: int | None
+    archived_to_seq: int | None
+    messages_archived: int
+    summary_message_id: int | None
+    first_kept_id: int | None
+    tokens_before: int
+    tokens_after: int
+    model: str
+    duration_ms: int
+    focus: str | None
+    created_at: datetime
+    restored_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Filters for full-text search; ``None`` means "any"."""
+
+    platform: str | None = None
+    chat_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    state: SearchState = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked search result; ``snippet`` marks matches with ``[`` and ``]``."""
+
+    message_id: int
+    session_id: str
+    seq: int
+    role: Role
+    kind: MessageKind
+    author_name: str | None
+    created_at: datetime
+    active: bool
+    compacted: bool
+    compaction_id: str | None
+    snippet: str
+    rank: float
+
+
+@dataclass(frozen=True, slots=True)
+class RecallPage:
+    """A page of archived messages, verbatim, with where to continue."""
+
+    messages: list[ChatMessage]
+    total: int
+    offset: int
+    next_offset: int | None
+
+
+@dataclass(slots=True)
+class ContextState:
+    """Per-session compression bookkeeping that must survive restarts."""
+
+    last_prompt_tokens: int | None = None
+    last_prompt_at: datetime | None = None
+    last_prompt_chars: int | None = None
+    chars_per_token: float | None = None
+    cooldown_until: datetime | None = None
+    consecutive_failures: int = 0
+    ineffective_strikes: int = 0
+    strike_context_tokens: int | None = None
+    hygiene_failures: int = 0
+    hygiene_cooldown_until: datetime | None = None
+    compaction_count: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntry:
+    """One durable note under ``/memories``."""
+
+    path: str
+    content: str
+    updated_at: datetime | None = None

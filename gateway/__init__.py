@@ -1,0 +1,1 @@
+"""The platform side of Hygieia: adapters, sessions, hygiene, delivery, storage, admin."""

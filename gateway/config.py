@@ -1,0 +1,238 @@
+"""Configuration: ``hygieia.yaml`` (path in ``HYGIEIA_CONFIG``) overridden by ``HYGIEIA_*`` env vars.
+
+Read once, into one :class:`Settings`, and passed down. Secrets come only from the
+environment; a secret found in the YAML file is refused, so it never ends up in git.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from agent.errors import ConfigError
+from agent.settings import (
+    DEFAULT_MODEL,
+    DEFAULT_SUMMARY_MODEL,
+    CompressionSettings,
+    LLMSettings,
+    PromptCachingSettings,
+)
+
+ENV_PREFIX = "HYGIEIA_"
+SECRET_FIELDS = ("anthropic_api_key", "telegram_bot_token", "discord_bot_token", "admin_token")
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Hygieia, a helpful assistant in a long-lived chat. Messages from people arrive with a short "
+    "header naming the author and time. Earlier parts of a long conversation may have been summarized; "
+    "use session_search and recall to look up what was said before when it matters."
+)
+
+UserList = Annotated[list[str], NoDecode]
+
+
+def _split_csv(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class TelegramSettings(BaseModel):
+    """Keys under ``telegram:``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(8443, ge=1, le=65535)
+    webhook_secret: SecretStr | None = None
+    ambient: bool = True
+    poll_timeout: int = Field(10, ge=0, le=50)
+
+
+class DiscordSettings(BaseModel):
+    """Keys under ``discord:``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ambient: bool = True
+    shard_ids: list[int] | None = None
+    shard_count: int | None = None
+
+
+class SessionSettings(BaseModel):
+    """Keys under ``sessions:``: how chats map to sessions and when (if ever) they reset."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group_mode: Literal["shared", "per_user"] = "shared"
+    idle_reset_minutes: int | None = Field(None, ge=1)
+    daily_reset_hour: int | None = Field(None, ge=0, le=23)
+    busy_mode: Literal["queue", "interrupt"] = "queue"
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    hygiene_notice: bool = False
+    max_inbound_chars: int = Field(32_000, ge=100)
+    turn_grace_seconds: float = Field(30.0, ge=0)
+
+
+class AdminSettings(BaseModel):
+    """Keys under ``admin:``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+
+
+class Settings(BaseSettings):
+    """Every setting of the service. Build it with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        case_sensitive=False,
+        populate_by_name=True,
+    )
+
+    data_dir: Path = Path("./.hygieia")
+    database_url: str | None = None
+    timezone: str = "UTC"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["auto", "json", "text"] = "auto"
+
+    anthropic_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key")
+    )
+    anthropic_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "anthropic_base_url")
+    )
+    model: str = DEFAULT_MODEL
+    summary_model: str = DEFAULT_SUMMARY_MODEL
+    context_window: int | None = Field(None, ge=1000)
+
+    telegram_bot_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("TELEGRAM_BOT_TOKEN", "telegram_bot_token")
+    )
+    telegram_base_url: str | None = None
+    discord_bot_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("DISCORD_BOT_TOKEN", "discord_bot_token")
+    )
+    discord_api_base: str | None = None
+    discord_gateway_url: str | None = None
+
+    allowed_users: UserList = Field(default_factory=list)
+    allow_all_users: bool = False
+    admin_users: UserList = Field(default_factory=list)
+    admin_token: SecretStr | None = None
+
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    prompt_caching: PromptCachingSettings = Field(default_factory=PromptCachingSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    discord: DiscordSettings = Field(default_factory=DiscordSettings)
+    admin: AdminSettings = Field(default_factory=AdminSettings)
+    model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
+
+    _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(_split_csv)
+
+    @field_validator("allowed_users", "admin_users")
+    @classmethod
+    def _platform_qualified(cls, value: list[str]) -> list[str]:
+        for item in value:
+            platform, _, user = item.partition(":")
+            if not platform or not user:
+                raise ValueError(f"{item!r} is not platform:user_id (for example telegram:12345)")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_path = _config_path()
+        if config_path is not None:
+            sources.append(_SecretRefusingYamlSource(settings_cls, config_path))
+        return tuple(sources)
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy async URL, defaulting to SQLite under ``data_dir``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'hygieia.db').resolve()}"
+
+    @property
+    def offline(self) -> bool:
+        """True when no Anthropic key is configured: the offline provider answers."""
+        return self.anthropic_api_key is None or not self.anthropic_api_key.get_secret_value()
+
+    def is_allowed(self, platform: str, user_id: str) -> bool:
+        """Default deny: only listed users, unless the bot is opened to everyone."""
+        return self.allow_all_users or f"{platform}:{user_id}" in self.allowed_users
+
+    def is_admin(self, platform: str, user_id: str) -> bool:
+        return f"{platform}:{user_id}" in self.admin_users
+
+
+def _config_path() -> Path | None:
+    explicit = os.environ.get("HYGIEIA_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"HYGIEIA_CONFIG: no such file: {path}")
+        return path
+    default = Path("hygieia.yaml")
+    return default if default.is_file() else None
+
+
+class _SecretRefusingYamlSource(YamlConfigSettingsSource):
+    """Reads ``hygieia.yaml`` and refuses secrets in it."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        super().__init__(settings_cls, yaml_file=path)
+        leaked = [name for name in SECRET_FIELDS if name in self.yaml_data]
+        if leaked:
+            raise ConfigError(
+                f"{path}: {', '.join(leaked)} must come from the environment, not the config file"
+            )
+
+
+def _env_name(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if not isinstance(p, int)]
+    if not parts:
+        return "settings"
+    head = parts[0]
+    if head in ("anthropic_api_key", "anthropic_base_url", "telegram_bot_token", "discord_bot_token"):
+        return head.upper()
+    return ENV_PREFIX + "__".join(p.upper() for p in parts)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings, turning any validation failure into one clear :class:`ConfigError` line."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = _env_name(tuple(first["loc"]))
+        got = first.get("input")
+        shown = "" if isinstance(got, dict) or got is None else f" (got {str(got)[:60]!r})"
+        more = f"; and {exc.error_count() - 1} more problem(s)" if exc.error_count() > 1 else ""
+        raise ConfigError(f"{name}: {first['msg']}{shown}{more}") from None
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"configuration: {exc}") from None

@@ -1,0 +1,98 @@
+"""The one inbound message type and the adapter interface every platform implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+ChatType = Literal["dm", "group", "channel"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """Metadata of a file that came with a message; ``text`` is set when we read it as text."""
+
+    kind: Literal["photo", "document", "voice", "audio", "video", "sticker", "other"]
+    file_id: str | None = None
+    file_name: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    text: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """A message from any platform, in our own shape.
+
+    ``addressed`` is True when the bot should answer: a DM, a mention, a reply to the
+    bot, or a command addressed to it. Unaddressed group messages are ambient context.
+    """
+
+    platform: str
+    chat_id: str
+    user_id: str
+    text: str
+    platform_message_id: str | None = None
+    thread_id: str | None = None
+    user_name: str | None = None
+    chat_type: ChatType = "dm"
+    addressed: bool = True
+    attachments: tuple[Attachment, ...] = ()
+    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
+    edited: bool = False
+    reply_to_message_id: str | None = None
+
+    @property
+    def is_dm(self) -> bool:
+        return self.chat_type == "dm"
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundTarget:
+    """Where a reply goes."""
+
+    platform: str
+    chat_id: str
+    thread_id: str | None = None
+    reply_to_message_id: str | None = None
+
+
+InboundHandler = Callable[[InboundMessage], Awaitable[None]]
+"""The gateway's intake: returns once the message is committed to SQL (an adapter may
+acknowledge the update to its platform only after this returns)."""
+
+
+class PlatformAdapter(ABC):
+    """A platform connection: receives updates, hands them to the gateway, sends replies.
+
+    Lifecycle: ``start`` (connect and begin intake) then ``stop``; sending before
+    ``start`` raises :class:`agent.errors.AdapterError`.
+    """
+
+    name: str = "platform"
+    text_limit: int = 4096
+    """Longest message the platform accepts, in :meth:`measure` units."""
+
+    @abstractmethod
+    async def start(self, handler: InboundHandler) -> None:
+        """Connect and begin delivering inbound messages to ``handler``."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop intake and disconnect; idempotent."""
+
+    @abstractmethod
+    async def send(self, target: OutboundTarget, text: str) -> list[str]:
+        """Send one message part (already within the limit); returns the platform message ids."""
+
+    async def send_typing(self, target: OutboundTarget) -> None:
+        """Show a typing indicator where the platform has one."""
+        return None
+
+    def measure(self, text: str) -> int:
+        """The length of ``text`` as the platform counts it (code points by default)."""
+        return len(text)
