@@ -1,7 +1,7 @@
 """The storage interface the agent needs; the gateway's store implements it.
 
 Keeping it a ``Protocol`` lets the agent and its compressor run with no database
-(tests use :class:`agent.memory_store.InMemoryStore`).
+(tests use ``tests.fakes.memory_store.InMemoryStore``).
 """
 
 from __future__ import annotations

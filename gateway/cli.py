@@ -1,0 +1,101 @@
+"""The ``hygieia`` command: run the service, migrate, check the setup, inspect sessions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gateway.cli_bench import bench_command
+from gateway.cli_common import err, run_async, safe_url, settings_or_exit
+from gateway.cli_doctor import doctor_command
+from gateway.cli_sessions import sessions_app
+
+app = typer.Typer(
+    name="hygieia",
+    help="Hygieia: an LLM agent behind Telegram and Discord whose conversations live for months.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+admin_app = typer.Typer(help="The admin HTTP API and page.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(admin_app, name="admin")
+app.command("doctor", help="Check config, database, tokens and endpoints; print what is wrong.")(doctor_command)
+app.command("bench", help="Run a benchmark from bench/ (all of them without NAME) and print its table.")(
+    bench_command
+)
+
+@app.command()
+def run(
+    platform: Annotated[
+        list[str] | None,
+        typer.Option("--platform", "-p", help="console, telegram or discord; repeat for several."),
+    ] = None,
+) -> None:
+    """Start the service (migrates the database first) and serve until interrupted."""
+    settings = settings_or_exit()
+    from gateway.logging_setup import configure_logging
+    from gateway.runner import run_service
+
+    allowed = {"console", "telegram", "discord"}
+    unknown = [p for p in platform or [] if p not in allowed]
+    if unknown:
+        err.print(f"[red]--platform:[/red] unknown {', '.join(unknown)}; choose from console, telegram, discord")
+        raise typer.Exit(2)
+    configure_logging(settings)
+    code = run_async(lambda: run_service(settings, list(platform) if platform else None))
+    raise typer.Exit(code)
+
+
+@app.command()
+def migrate(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Upgrade the database to the newest schema (safe on a live database)."""
+    settings = settings_or_exit()
+    from gateway.store.migrate import current_revision, upgrade_to_head
+
+    url = settings.resolved_database_url
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    async def upgrade() -> tuple[str | None, str | None]:
+        before = await current_revision(url)
+        with Console(stderr=True).status("Upgrading the database schema…"):
+            await upgrade_to_head(url)
+        return before, await current_revision(url)
+
+    before, after = run_async(upgrade)
+    if as_json:
+        typer.echo(json.dumps({"database": safe_url(url), "from": before, "to": after}))
+    else:
+        change = "already at head" if before == after else f"{before or 'empty'} -> {after}"
+        Console().print(f"database {safe_url(url)}: {change}", highlight=False)
+
+
+@admin_app.command("serve")
+def admin_serve(
+    host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+) -> None:
+    """Serve the admin HTTP API and page."""
+    err.print(
+        "hygieia admin serve is not there yet: the admin API arrives with its own issue. "
+        "Use `hygieia sessions list|show|search|restore` meanwhile."
+    )
+    raise typer.Exit(2)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""``hygieia sessions``: list, show, search and restore conversations from the terminal."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from agent.types import SearchFilters, SearchHit
+from gateway.cli_common import open_store, out, print_json, run_async, settings_or_exit, when
+
+sessions_app = typer.Typer(help="Inspect conversations: list, show, search, restore.", no_args_is_help=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+@sessions_app.command("list")
+def list_sessions(
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    active_only: Annotated[bool, typer.Option("--active-only", help="Hide ended sessions.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Sessions, most recently active first."""
+    settings = settings_or_exit()
+
+    async def fetch() -> list[Any]:
+        async with open_store(settings) as store:
+            return list(
+                await store.list_sessions(
+                    limit=limit, offset=offset, platform=platform, include_ended=not active_only
+                )
+            )
+
+    rows = run_async(fetch)
+    if as_json:
+        print_json([dataclasses.asdict(r) for r in rows])
+        return
+    table = Table(title=f"{len(rows)} session(s)")
+    for column in ("id", "key", "active", "archived", "compactions", "last activity", "ended"):
+        table.add_column(column, justify="right" if column in ("active", "archived", "compactions") else "left")
+    for r in rows:
+        table.add_row(
+            r.id,
+            r.key,
+            str(r.active_messages),
+            str(r.archived_messages),
+            str(r.compactions),
+            when(r.last_activity_at),
+            f"{when(r.ended_at)} ({r.end_reason})" if r.ended_at else "",
+        )
+    out.print(table)
+
+
+@sessions_app.command("show")
+def show_session(
+    session_id: Annotated[str, typer.Argument(help="The session id (from `sessions list`).")],
+    archived: Annotated[bool, typer.Option("--archived/--active", help="Include archived messages.")] = True,
+    as_json: JsonOption = False,
+) -> None:
+    """One session: its settings, compactions, and messages (archived ones greyed)."""
+    settings = settings_or_exit()
+
+    async def fetch() -> tuple[Any, list[Any], list[Any]]:
+        async with open_store(settings) as store:
+            info = await store.get_session(session_id)
+            compactions = await store.list_compactions(session_id)
+            messages = await store.messages_after(session_id, -1)
+            return info, compactions, messages
+
+    info, compactions, messages = run_async(fetch)
+    if not archived:
+        messages = [m for m in messages if m.active]
+    if as_json:
+        print_json(
+            {
+                "session": dataclasses.asdict(info),
+                "compactions": [dataclasses.asdict(c) for c in compactions],
+                "messages": [dataclasses.asdict(m) for m in messages],
+            }
+        )
+        return
+    active = sum(1 for m in messages if m.active)
+    out.print(
+        f"[bold]{info.key}[/bold]  session {info.id}\nmodel {info.model} · created {when(info.created_at)} · "
+        f"last activity {when(info.last_activity_at)} · {active} active / "
+        f"{sum(1 for m in messages if m.compacted)} archived · {len(compactions)} compaction(s)"
+        + (f" · ended {when(info.ended_at)} ({info.end_reason})" if info.ended_at else ""),
+        highlight=False,
+    )
+    if compactions:
+        table = Table(title="compactions")
+        for column in ("id", "when", "trigger", "status", "archived", "tokens", "restored"):
+            table.add_column(column)
+        for c in compactions:
+            table.add_row(
+                c.id[:12],
+                when(c.created_at),
+                c.trigger,
+                c.status,
+                str(c.messages_archived),
+                f"{c.tokens_before} -> {c.tokens_after}",
+                when(c.restored_at) if c.restored_at else "",
+            )
+        out.print(table)
+    for m in messages:
+        out.print(_message_line(m))
+
+
+def _message_line(m: Any) -> Text:
+    author = m.author_name or m.role
+    label = f"#{m.id} {when(m.created_at)} {author}"
+    if m.kind != "message":
+        label += f" [{m.kind}]"
+    if not m.active:
+        label += " (archived)" if m.compacted else " (retired)"
+    body = m.text if len(m.text) <= 400 else m.text[:400] + "…"
+    style = "grey50" if not m.active else ("cyan" if m.kind == "summary" else "")
+    return Text(f"{label}: {body}", style=style)
+
+
+@sessions_app.command("search")
+def search_sessions(
+    query: Annotated[str, typer.Argument(help='Words, "phrases", -exclude, prefix*.')],
+    platform: Annotated[str | None, typer.Option()] = None,
+    chat: Annotated[str | None, typer.Option(help="Only this chat id.")] = None,
+    session: Annotated[str | None, typer.Option(help="Only this session id.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only messages by this user id.")] = None,
+    since: Annotated[datetime | None, typer.Option(help="From this time (UTC).")] = None,
+    until: Annotated[datetime | None, typer.Option(help="Until this time (UTC).")] = None,
+    state: Annotated[str, typer.Option(help="active, archived or all.")] = "all",
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    as_json: JsonOption = False,
+) -> None:
+    """Full-text search over every message, archived ones included."""
+    if state not in ("active", "archived", "all"):
+        raise typer.BadParameter("choose active, archived or all", param_hint="--state")
+    settings = settings_or_exit()
+    filters = SearchFilters(
+        platform=platform,
+        chat_id=chat,
+        session_id=session,
+        user_id=user,
+        since=_utc(since),
+        until=_utc(until),
+        state=state,  # type: ignore[arg-type]
+    )
+
+    async def fetch() -> list[SearchHit]:
+        async with open_store(settings) as store:
+            return await store.search(query, filters, limit=limit)
+
+    hits = run_async(fetch)
+    if as_json:
+        print_json([dataclasses.asdict(h) for h in hits])
+        return
+    if not hits:
+        out.print("no matches")
+        return
+    table = Table(title=f"{len(hits)} match(es)")
+    for column in ("message", "session", "when", "who", "state", "snippet"):
+        table.add_column(column)
+    for h in hits:
+        table.add_row(
+            str(h.message_id),
+            h.session_id[:12],
+            when(h.created_at),
+            h.author_name or h.role,
+            "active" if h.active else "archived",
+            h.snippet,
+        )
+    out.print(table)
+
+
+@sessions_app.command("restore")
+def restore_session(
+    session_id: Annotated[str, typer.Argument(help="The session whose latest compaction to undo.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Undo the latest compaction of a session: its archived turns become active again."""
+    settings = settings_or_exit()
+
+    async def restore() -> Any:
+        async with open_store(settings) as store:
+            return await store.restore_latest_compaction(session_id)
+
+    record = run_async(restore)
+    if as_json:
+        print_json(dataclasses.asdict(record))
+        return
+    out.print(
+        f"restored compaction {record.id} ({record.trigger}, {record.messages_archived} messages active again)"
+    )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
