@@ -1,0 +1,196 @@
+"""The Anthropic provider: ``AsyncAnthropic`` behind :class:`agent.provider.LLMProvider`.
+
+This is the one place where provider errors are classified: every SDK exception becomes
+one of :mod:`agent.errors` here, and nothing else in Hygieia parses an error message.
+The SDK does its own retries (429, 5xx, connection errors) up to ``max_retries``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anthropic
+
+from agent.errors import (
+    AuthenticationFailed,
+    ContextOverflow,
+    InvalidRequest,
+    LLMError,
+    Overloaded,
+    ProviderUnreachable,
+    RateLimited,
+    SpendLimitReached,
+)
+from agent.provider import LLMRequest, LLMResponse
+from agent.settings import LLMSettings
+from agent.types import ContentBlock, Usage
+
+logger = logging.getLogger(__name__)
+
+_TOO_LONG = "prompt is too long"
+_ACTUAL_RE = re.compile(r"([\d,]+)\s*tokens\s*>", re.IGNORECASE)
+_LIMIT_RE = re.compile(r">\s*([\d,]+)\s*(?:tokens\s*)?maximum", re.IGNORECASE)
+# Wording of the API's billing errors ("Your credit balance is too low ...", "You have reached
+# your specified API usage limits ...").
+_BILLING_WORDS = ("credit balance", "spend limit", "spending limit", "usage limit", "billing")
+
+
+def parse_prompt_too_long(message: str) -> tuple[int | None, int | None]:
+    """The (actual, limit) token numbers of a "prompt is too long: N tokens > M maximum" message."""
+
+    def number(pattern: re.Pattern[str]) -> int | None:
+        match = pattern.search(message)
+        return int(match.group(1).replace(",", "")) if match else None
+
+    return number(_ACTUAL_RE), number(_LIMIT_RE)
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(value)
+    if parsed is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def _status_error(status: int, message: str, headers: Mapping[str, str]) -> LLMError:
+    lowered = message.lower()
+    if status in (400, 413) and _TOO_LONG in lowered:
+        actual, limit = parse_prompt_too_long(message)
+        return ContextOverflow(message, actual_tokens=actual, limit_tokens=limit)
+    if status == 402 or (status in (400, 403) and any(word in lowered for word in _BILLING_WORDS)):
+        return SpendLimitReached(message, status_code=status)
+    if status == 413:  # the request body itself is too large: shrinking the context is the cure
+        return ContextOverflow(message)
+    if status == 429:
+        return RateLimited(message, retry_after=parse_retry_after(headers))
+    if status == 529 or status >= 500:
+        return Overloaded(message, status_code=status)
+    if status in (401, 403):
+        return AuthenticationFailed(message, status_code=status)
+    if status == 408:
+        return ProviderUnreachable(message, status_code=status)
+    if 400 <= status < 500:
+        return InvalidRequest(message, status_code=status)
+    return LLMError(message, status_code=status)
+
+
+def map_error(exc: anthropic.AnthropicError) -> LLMError:
+    """The :mod:`agent.errors` exception for an SDK exception (the caller raises it ``from exc``)."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderUnreachable("Anthropic API request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderUnreachable(f"cannot reach the Anthropic API: {exc.message}")
+    if isinstance(exc, anthropic.APIStatusError):
+        detail = exc.api_message or exc.message
+        kind = f" {exc.type}" if exc.type else ""
+        return _status_error(
+            exc.status_code, f"Anthropic API {exc.status_code}{kind}: {detail}", exc.response.headers
+        )
+    if isinstance(exc, anthropic.CredentialsError):
+        return AuthenticationFailed(f"Anthropic credentials: {exc}")
+    return LLMError(f"Anthropic API: {exc}")
+
+
+class AnthropicProvider:
+    """:class:`agent.provider.LLMProvider` on the Anthropic Messages API."""
+
+    name = "anthropic"
+
+    def __init__(self, *, api_key: str, base_url: str | None, settings: LLMSettings) -> None:
+        # base_url None lets the SDK read ANTHROPIC_BASE_URL (or use its default).
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=settings.max_retries,
+            timeout=settings.timeout_seconds,
+        )
+
+    @staticmethod
+    def _params(request: LLMRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": request.model, "messages": request.messages}
+        if request.system:
+            params["system"] = request.system
+        if request.tools:
+            params["tools"] = request.tools
+        return params
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        params = self._params(request)
+        params["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            # SDK 2.x dropped the temperature argument; the API still reads it from the body.
+            params["extra_body"] = {"temperature": request.temperature}
+        started = time.monotonic()
+        try:
+            message = await self._client.messages.create(**params)
+        except anthropic.AnthropicError as exc:
+            error = map_error(exc)
+            logger.warning(
+                "anthropic call failed: model=%s purpose=%s error=%s: %s",
+                request.model,
+                request.purpose,
+                type(error).__name__,
+                error,
+            )
+            raise error from exc
+        content: list[ContentBlock] = [
+            block.to_dict(mode="json", exclude_none=True) for block in message.content
+        ]
+        raw = message.usage
+        usage = Usage(
+            input_tokens=raw.input_tokens,
+            output_tokens=raw.output_tokens,
+            cache_creation_input_tokens=raw.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=raw.cache_read_input_tokens or 0,
+        )
+        logger.info(
+            "anthropic call: model=%s purpose=%s stop=%s in=%d cache_w=%d cache_r=%d out=%d ms=%d",
+            message.model,
+            request.purpose,
+            message.stop_reason,
+            usage.input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens,
+            usage.output_tokens,
+            int((time.monotonic() - started) * 1000),
+        )
+        return LLMResponse(
+            content=content,
+            stop_reason=message.stop_reason or "end_turn",
+            usage=usage,
+            model=message.model,
+        )
+
+    async def count_tokens(self, request: LLMRequest) -> int | None:
+        """Exact prompt tokens from the count_tokens endpoint; ``None`` where it does not exist."""
+        try:
+            counted = await self._client.messages.count_tokens(**self._params(request))
+        except anthropic.NotFoundError:
+            # A proxy or compatible server without the endpoint: the caller falls back to estimates.
+            logger.info("anthropic count_tokens: endpoint not found (%s)", request.model)
+            return None
+        except anthropic.AnthropicError as exc:
+            raise map_error(exc) from exc
+        return counted.input_tokens
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,364 @@
+"""A fake Anthropic Messages API on 127.0.0.1 that the real ``anthropic`` SDK talks to.
+
+It validates every request with :func:`agent.transcript.validate_wire` (the same rules the
+agent checks before a real call), enforces a context window with a deterministic token
+count, accounts prompt caching by prefix, and answers with scripted replies, a responder
+callable, or a default echo (``ack: ...``) / structured summary.
+
+    async with FakeAnthropic(context_window=10_000) as fake:
+        fake.script(tool_use_reply("memory", {"command": "view"}), text_reply("done"))
+        fake.fail_next(529, "overloaded_error", "Overloaded")
+        client = AsyncAnthropic(base_url=fake.base_url, api_key="test", max_retries=0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import math
+import uuid
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from agent.transcript import validate_wire
+from agent.types import content_text
+from tests.fakes.anthropic_cache import CacheUsage, PromptCache
+from tests.fakes.anthropic_cache import count_tokens as _count_tokens
+
+# The nine sections agent/prompts.py asks the summarizer for (it adds "Archived" itself).
+SUMMARY_HEADINGS: tuple[str, ...] = (
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "## Key Decisions",
+    "## Resolved Questions",
+    "## Pending Questions",
+    "## Active Task",
+    "## Remaining Work",
+    "## Key Facts",
+)
+SUMMARY_TRIGGERS = ("summarize", "summarise", "<summary-request>", "<previous_summary>")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A successful answer: assistant content blocks and why the model stopped."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str = "end_turn"
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReply:
+    """An API error, sent as ``{"type": "error", "error": {...}}`` with ``status``."""
+
+    status: int
+    error_type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Answer = Reply | ErrorReply
+Responder = Callable[[dict[str, Any]], Answer | Awaitable[Answer]]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One request the fake received (``json`` is None when the body was not JSON)."""
+
+    path: str
+    json: dict[str, Any] | None
+    headers: dict[str, str]
+
+
+_tool_ids = itertools.count(1)
+
+
+def text_reply(text: str, *, stop_reason: str = "end_turn", output_tokens: int | None = None) -> Reply:
+    """A reply with one text block."""
+    return Reply([{"type": "text", "text": text}], stop_reason, output_tokens)
+
+
+def tool_use_reply(
+    name: str, tool_input: dict[str, Any], *, tool_id: str | None = None, text: str | None = None
+) -> Reply:
+    """A reply that calls one tool (``stop_reason`` tool_use), optionally preceded by text."""
+    block = {
+        "type": "tool_use",
+        "id": tool_id or f"toolu_{next(_tool_ids):024d}",
+        "name": name,
+        "input": tool_input,
+    }
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    return Reply([*content, block], "tool_use")
+
+
+def error_reply(
+    status: int, error_type: str, message: str, headers: dict[str, str] | None = None
+) -> ErrorReply:
+    """An API error; a 429 without a retry-after header gets ``retry-after: 1`` like the real API."""
+    merged = dict(headers or {})
+    if status == 429 and not any(k.lower().startswith("retry-after") for k in merged):
+        merged["retry-after"] = "1"
+    return ErrorReply(status, error_type, message, merged)
+
+
+def summary_text(subject: str = "") -> str:
+    """A plausible structured summary with the nine section headings."""
+    about = subject.strip().replace("\n", " ")[:80] or "the conversation"
+    sections = []
+    for heading in SUMMARY_HEADINGS:
+        body = f"- (fake) {about}"
+        if heading == "## Progress":
+            body = f"### Done\n{body}\n### In Progress\n- (none)\n### Blocked\n- (none)"
+        sections.append(f"{heading}\n{body}")
+    return "\n\n".join(sections)
+
+
+def _system_text(body: dict[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return ""
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The flattened text of the last user message of a request."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else content_text(content or [])
+    return ""
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    """Whether the system prompt or the last user message asks for a summary."""
+    text = (_system_text(body) + "\n" + last_user_text(body)).lower()
+    return any(trigger in text for trigger in SUMMARY_TRIGGERS)
+
+
+def default_responder(body: dict[str, Any]) -> Reply:
+    """Echo the last user text, or answer a summary request with a structured summary."""
+    if is_summary_request(body):
+        text = last_user_text(body)
+        inside = text.partition("<transcript>")[2].partition("</transcript>")[0]
+        return text_reply(summary_text(inside or text))
+    return text_reply(f"ack: {last_user_text(body)[:50]}")
+
+
+def _problems(body: Any) -> list[str]:
+    if not isinstance(body, dict):
+        return ["request body must be a JSON object"]
+    problems = [f"{name}: Field required" for name in ("model", "max_tokens", "messages") if name not in body]
+    if problems:
+        return problems
+    if not isinstance(body["model"], str) or not body["model"]:
+        problems.append("model: must be a non-empty string")
+    max_tokens = body["max_tokens"]
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        problems.append("max_tokens: must be a positive integer")
+    temperature = body.get("temperature")
+    if temperature is not None and not (isinstance(temperature, int | float) and 0 <= temperature <= 1):
+        problems.append("temperature: must be between 0 and 1")
+    for index, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, dict) or not tool.get("name"):
+            problems.append(f"tools.{index}.name: Field required")
+    if not isinstance(body["messages"], list):
+        return [*problems, "messages: must be a list"]
+    return problems + validate_wire(body["messages"], body.get("system"), body.get("tools"))
+
+
+class FakeAnthropic:
+    """The fake server; see the module docstring. Use as an async context manager."""
+
+    def __init__(
+        self,
+        *,
+        context_window: int = 200_000,
+        min_cacheable_tokens: int = 0,
+        responder: Responder | None = None,
+        api_key: str | None = None,
+        count_tokens_enabled: bool = True,
+    ) -> None:
+        self.context_window = context_window
+        self.responder = responder
+        self.api_key = api_key  # when set, other keys get 401 authentication_error
+        self.count_tokens_enabled = count_tokens_enabled  # False: count_tokens answers 404
+        self.delay = 0.0  # seconds to wait before answering any request
+        self.cache = PromptCache(min_cacheable_tokens)
+        self.requests: list[RecordedRequest] = []
+        self.counts: Counter[str] = Counter()
+        self.usages: list[dict[str, int]] = []
+        self._script: deque[Answer] = deque()
+        self._failures: dict[str, deque[ErrorReply]] = {"messages": deque(), "count_tokens": deque()}
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    # lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = int(self._runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeAnthropic:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("FakeAnthropic is not started")
+        return f"http://127.0.0.1:{self._port}"
+
+    # scripting -------------------------------------------------------------------------------
+    @property
+    def min_cacheable_tokens(self) -> int:
+        return self.cache.min_cacheable_tokens
+
+    @min_cacheable_tokens.setter
+    def min_cacheable_tokens(self, value: int) -> None:
+        self.cache.min_cacheable_tokens = value
+
+    def script(self, *answers: Answer) -> None:
+        """Queue replies (or errors) for the next /v1/messages requests, in order."""
+        self._script.extend(answers)
+
+    def fail_next(
+        self,
+        status: int,
+        error_type: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+        times: int = 1,
+        *,
+        endpoint: str = "messages",
+    ) -> None:
+        """Answer the next ``times`` requests to ``endpoint`` ("messages" or "count_tokens") with an error."""
+        self._failures[endpoint].extend([error_reply(status, error_type, message, headers)] * times)
+
+    def count_tokens(self, body: dict[str, Any]) -> int:
+        """The deterministic token count the fake uses for windows, usage and count_tokens."""
+        return _count_tokens(body)
+
+    @property
+    def message_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every /v1/messages request so far."""
+        return [r.json for r in self.requests if r.path == "/v1/messages" and r.json is not None]
+
+    @property
+    def last_usage(self) -> dict[str, int] | None:
+        return self.usages[-1] if self.usages else None
+
+    # handlers --------------------------------------------------------------------------------
+    async def _receive(self, request: web.Request, endpoint: str) -> tuple[Any, web.Response | None]:
+        raw = await request.read()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = None
+        recorded = body if isinstance(body, dict) else None
+        self.requests.append(
+            RecordedRequest(request.path, recorded, {k.lower(): v for k, v in request.headers.items()})
+        )
+        self.counts[endpoint] += 1
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
+        if self._failures[endpoint]:
+            return body, self._error(self._failures[endpoint].popleft())
+        if self.api_key is not None and self.api_key not in (
+            request.headers.get("x-api-key"),
+            request.headers.get("authorization", "").removeprefix("Bearer "),
+        ):
+            return body, self._error(ErrorReply(401, "authentication_error", "invalid x-api-key"))
+        if "anthropic-version" not in request.headers:
+            return body, self._error(
+                ErrorReply(400, "invalid_request_error", "anthropic-version: header is required")
+            )
+        return body, None
+
+    async def _messages(self, request: web.Request) -> web.Response:
+        body, failed = await self._receive(request, "messages")
+        if failed is not None:
+            return failed
+        problems = _problems(body)
+        if problems:
+            return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
+        tokens = self.count_tokens(body)
+        if tokens > self.context_window:
+            message = f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
+            return self._error(ErrorReply(400, "invalid_request_error", message))
+        answer = await self._answer(body)
+        if isinstance(answer, ErrorReply):
+            return self._error(answer)
+        return web.json_response(self._message_json(body, answer, self.cache.account(body)))
+
+    async def _count(self, request: web.Request) -> web.Response:
+        if not self.count_tokens_enabled:
+            return self._error(ErrorReply(404, "not_found_error", "Not found"))
+        body, failed = await self._receive(request, "count_tokens")
+        if failed is not None:
+            return failed
+        problems = _problems({"max_tokens": 1, **body} if isinstance(body, dict) else body)
+        if problems:
+            return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
+        return web.json_response({"input_tokens": self.count_tokens(body)})
+
+    async def _answer(self, body: dict[str, Any]) -> Answer:
+        if self._script:
+            return self._script.popleft()
+        if self.responder is None:
+            return default_responder(body)
+        answer = self.responder(body)
+        if inspect.isawaitable(answer):
+            return await answer
+        return answer
+
+    def _message_json(self, body: dict[str, Any], reply: Reply, cached: CacheUsage) -> dict[str, Any]:
+        output = reply.output_tokens
+        if output is None:
+            output = max(1, math.ceil(len(json.dumps(reply.content, ensure_ascii=False)) / 4))
+        usage = {
+            "input_tokens": cached.input_tokens,
+            "output_tokens": output,
+            "cache_creation_input_tokens": cached.cache_creation_input_tokens,
+            "cache_read_input_tokens": cached.cache_read_input_tokens,
+        }
+        self.usages.append(usage)
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": reply.content,
+            "stop_reason": reply.stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+
+    def _error(self, error: ErrorReply) -> web.Response:
+        self.counts["errors"] += 1
+        payload = {"type": "error", "error": {"type": error.error_type, "message": error.message}}
+        headers = {"request-id": f"req_{uuid.uuid4().hex[:24]}", **error.headers}
+        return web.json_response(payload, status=error.status, headers=headers)
