@@ -1,0 +1,338 @@
+"""The tool loop for one turn: call the model, run its tools, repeat until it answers.
+
+Every message is stored the moment it exists, so a crash mid-turn loses nothing, and a
+tool_use that was stored always gets a stored tool_result (even on /stop or a crash), so
+the stored transcript stays valid for the API. Compression only happens at quiescent
+points: before a call (estimate), after a complete tool round (the last call's REAL
+size), and reactively when the API says the prompt is too long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agent.compaction import compact
+from agent.context_engine import ContextEngine
+from agent.errors import ContextOverflow
+from agent.loop_request import build_request, estimate_request_tokens, turn_ttl
+from agent.provider import LLMProvider, LLMRequest, LLMResponse
+from agent.settings import LLMSettings, PromptCachingSettings
+from agent.storage import ConversationStore
+from agent.tokens import cost_usd, model_info, prompt_chars
+from agent.tools import ToolContext, ToolOutput, ToolRegistry, cap_output, default_registry, tool_result_block
+from agent.tools.base import utcnow
+from agent.types import (
+    AgentSession,
+    ChatMessage,
+    CompactionRecord,
+    ContentBlock,
+    ContextState,
+    Trigger,
+    Usage,
+    UsageRecord,
+)
+
+_log = logging.getLogger(__name__)
+
+CANCELLED_RESULT = "cancelled: the turn was stopped before this tool finished"
+MAX_TOKENS_RESULT = (
+    "not run: your reply hit the output limit (max_tokens) before this tool call was complete; "
+    "call it again with a shorter input"
+)
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """What one turn did. ``final_text`` is the last assistant text ("" when there was none)."""
+
+    final_text: str
+    messages: list[ChatMessage]
+    usages: list[Usage]
+    compactions: list[CompactionRecord]
+    stopped: str
+    iterations: int
+
+    @property
+    def last_usage(self) -> Usage | None:
+        return self.usages[-1] if self.usages else None
+
+
+@dataclass(slots=True)
+class _Turn:
+    """The mutable state of one running turn."""
+
+    session: AgentSession
+    view: list[ChatMessage]
+    state: ContextState
+    memory_scope: str
+    ttl: str | None
+    # The tool definitions, fixed for the turn: byte-identical in every request (cache prefix).
+    tools: list[dict[str, Any]]
+    produced: list[ChatMessage] = field(default_factory=list)
+    usages: list[Usage] = field(default_factory=list)
+    compactions: list[CompactionRecord] = field(default_factory=list)
+    # tool_use blocks stored without their results yet, and the results gathered so far.
+    open_uses: list[ContentBlock] = field(default_factory=list)
+    results: list[ContentBlock] = field(default_factory=list)
+    just_compacted: bool = False
+    iterations: int = 0
+
+    def record(self, stored: ChatMessage, *, produced: bool) -> None:
+        self.view.append(stored)
+        if produced:
+            self.produced.append(stored)
+
+    def result(self, stopped: str) -> TurnResult:
+        return TurnResult(
+            final_text=_final_text(self.produced),
+            messages=list(self.produced),
+            usages=list(self.usages),
+            compactions=list(self.compactions),
+            stopped=stopped,
+            iterations=self.iterations,
+        )
+
+
+def _final_text(messages: Sequence[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role != "assistant":
+            continue
+        text = "\n".join(str(b.get("text", "")) for b in message.content if b.get("type") == "text").strip()
+        if text:
+            return text
+    return ""
+
+
+def _tool_uses(content: Sequence[ContentBlock]) -> list[ContentBlock]:
+    return [b for b in content if b.get("type") == "tool_use"]
+
+
+class AgentLoop:
+    """Runs turns for any session; holds no per-session state between turns."""
+
+    def __init__(
+        self,
+        provider: LLMProvider,
+        store: ConversationStore,
+        engine: ContextEngine,
+        *,
+        llm: LLMSettings | None = None,
+        caching: PromptCachingSettings | None = None,
+        tools: ToolRegistry | None = None,
+        prices: dict[str, tuple[float, float]] | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._provider = provider
+        self._store = store
+        self._engine = engine
+        self._llm = llm or LLMSettings()
+        self._caching = caching or PromptCachingSettings()
+        self.tools = tools if tools is not None else default_registry()
+        self._prices = prices
+        self._clock = clock
+
+    async def run_turn(
+        self,
+        session: AgentSession,
+        history: list[ChatMessage] | None = None,
+        *,
+        message: ChatMessage | None = None,
+        memory_scope: str | None = None,
+    ) -> TurnResult:
+        """Answer the conversation as it stands (``history``, else the stored active view).
+
+        ``message``, when given, is stored and appended first; otherwise the caller has
+        already stored the user's message. Raises :class:`agent.errors.LLMError` subclasses
+        for provider failures; ``asyncio.CancelledError`` leaves the transcript valid.
+        """
+        view = list(history) if history is not None else await self._store.load_active(session.id)
+        state = await self._store.load_context_state(session.id)
+        ttl = turn_ttl(self._caching.cache_ttl, view) if self._caching.enabled else None
+        scope = memory_scope or session.key or session.id
+        turn = _Turn(session, view, state, scope, ttl, self.tools.definitions())
+        try:
+            if message is not None:
+                await self._append(turn, message, produced=False)
+            stopped = await self._iterate(turn)
+        except BaseException as exc:
+            if turn.open_uses:
+                await self._close_round(turn, exc)
+            raise
+        return turn.result(stopped)
+
+    async def _iterate(self, turn: _Turn) -> str:
+        for iteration in range(1, self._llm.max_tool_iterations + 1):
+            turn.iterations = iteration
+            if not turn.just_compacted:
+                await self._preflight(turn)
+            turn.just_compacted = False
+            response = await self._call(turn)
+            content = [b for b in response.content if not (b.get("type") == "text" and not b.get("text"))]
+            uses = _tool_uses(content)
+            if content:
+                # open_uses is set first: if the append is interrupted it still finishes, and
+                # the uses it stored must get their results.
+                turn.open_uses = uses
+                await self._append(turn, ChatMessage(role="assistant", content=content))
+            if uses:
+                truncated = response.stop_reason == "max_tokens"
+                await self._run_tools(turn, uses, not_run=MAX_TOKENS_RESULT if truncated else None)
+                await self._after_round(turn)
+                continue
+            if response.stop_reason == "pause_turn":
+                continue
+            return str(response.stop_reason)
+        await self._append(
+            turn,
+            ChatMessage.assistant(
+                f"(I stopped after {self._llm.max_tool_iterations} tool steps without finishing. "
+                "Say 'continue' and I will pick up from here.)",
+                kind="notice",
+            ),
+        )
+        _log.warning("turn hit the tool iteration cap", extra={"session": turn.session.id})
+        return "iteration_cap"
+
+    # -- compression at quiescent points ------------------------------------------------------
+
+    async def _preflight(self, turn: _Turn) -> None:
+        estimate = estimate_request_tokens(turn.session, turn.view, turn.tools, turn.state)
+        if self._engine.should_compress(turn.session, turn.state, estimate, trigger="in_loop"):
+            await self._compact(turn, "in_loop", estimate)
+
+    async def _after_round(self, turn: _Turn) -> None:
+        """After a complete tool round: the last call's REAL size (never a sum over calls)."""
+        if not turn.usages:
+            return
+        real = turn.usages[-1].context_tokens
+        if self._engine.should_compress(turn.session, turn.state, real, trigger="in_loop"):
+            await self._compact(turn, "in_loop", real)
+
+    async def _compact(self, turn: _Turn, trigger: Trigger, prompt_tokens: int | None) -> None:
+        _log.info(
+            "compacting: trigger=%s tokens_before=%s",
+            trigger,
+            prompt_tokens,
+            extra={"session": turn.session.id, "trigger": trigger, "tokens_before": prompt_tokens},
+        )
+        result = await compact(
+            self._engine, self._store, turn.session, trigger=trigger, prompt_tokens=prompt_tokens
+        )
+        turn.view = list(result.messages)
+        # compact() saved its own copy of the state; continue from what it persisted.
+        turn.state = await self._store.load_context_state(turn.session.id)
+        turn.just_compacted = True
+        if result.record is not None:
+            turn.compactions.append(result.record)
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def _request(self, turn: _Turn) -> LLMRequest:
+        limit = model_info(turn.session.model).max_output
+        request, turn.view = build_request(
+            turn.session,
+            turn.view,
+            turn.tools,
+            max_tokens=min(self._llm.max_output_tokens, limit),
+            cache_ttl=turn.ttl,
+        )
+        return request
+
+    async def _call(self, turn: _Turn) -> LLMResponse:
+        request = self._request(turn)
+        try:
+            response = await self._provider.create(request)
+        except ContextOverflow as exc:
+            _log.warning(
+                "prompt too long (%s > %s tokens): compacting and retrying once",
+                exc.actual_tokens,
+                exc.limit_tokens,
+                extra={"session": turn.session.id, "trigger": "reactive"},
+            )
+            await self._compact(turn, "reactive", exc.actual_tokens)
+            request = self._request(turn)
+            response = await self._provider.create(request)  # a second overflow propagates
+        await self._account(turn, response)
+        return response
+
+    async def _account(self, turn: _Turn, response: LLMResponse) -> None:
+        """Record the call's usage and cost, and let the engine learn the real prompt size."""
+        usage = response.usage
+        turn.usages.append(usage)
+        chars = prompt_chars(turn.session.system_prompt, turn.view)
+        self._engine.on_usage(turn.session, turn.state, usage, chars)
+        turn.state.last_prompt_tokens = usage.context_tokens
+        turn.state.last_prompt_chars = chars
+        turn.state.last_prompt_at = self._clock()
+        model = response.model or turn.session.model
+        cost = cost_usd(model, usage, prices=self._prices, cache_ttl=turn.ttl or "5m")
+        record = UsageRecord(
+            model=model, purpose="chat", usage=usage, cost_usd=cost, estimated=response.estimated_usage
+        )
+        await self._store.record_usage(turn.session.id, record)
+        await self._store.save_context_state(turn.session.id, turn.state)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def _run_tools(self, turn: _Turn, uses: list[ContentBlock], *, not_run: str | None) -> None:
+        turn.results = []
+        for use in uses:
+            if not_run is not None:
+                output = ToolOutput.error(not_run)
+            else:
+                output = await self._run_tool(turn, use)
+            turn.results.append(tool_result_block(str(use["id"]), output))
+        await self._append(turn, ChatMessage(role="user", content=list(turn.results)))
+        turn.open_uses, turn.results = [], []
+
+    async def _run_tool(self, turn: _Turn, use: ContentBlock) -> ToolOutput:
+        name = str(use.get("name", ""))
+        ctx = ToolContext(
+            turn.session, self._store, turn.memory_scope, self._clock, tool_use_id=str(use["id"])
+        )
+        output = await self.tools.dispatch(ctx, name, use.get("input", {}))
+        return cap_output(name, output, self._llm.tool_output_cap_chars)
+
+    async def _close_round(self, turn: _Turn, exc: BaseException) -> None:
+        """Store a result for every stored tool_use still unanswered, so the transcript stays valid."""
+        if isinstance(exc, asyncio.CancelledError):
+            reason = CANCELLED_RESULT
+        else:
+            reason = f"failed: the turn was aborted ({type(exc).__name__}) before this tool finished"
+        answered = {str(b.get("tool_use_id")) for b in turn.results}
+        results = list(turn.results)
+        for use in turn.open_uses:
+            if str(use["id"]) not in answered:
+                results.append(tool_result_block(str(use["id"]), ToolOutput.error(reason)))
+        open_ids = {str(use["id"]) for use in turn.open_uses}
+        turn.open_uses, turn.results = [], []
+        if not turn.produced or set(turn.produced[-1].tool_use_ids()) != open_ids:
+            return  # the assistant message never reached the store: nothing to answer
+        _log.warning("turn interrupted mid tool round: %s", reason, extra={"session": turn.session.id})
+        # Stored even if cancelled again (shielded); the original exception is what the caller gets.
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._append(turn, ChatMessage(role="user", content=results))
+
+    async def _append(self, turn: _Turn, message: ChatMessage, *, produced: bool = True) -> ChatMessage:
+        """Store ``message`` and add it to the view. A cancellation waits for the write to finish
+        (so we know what is stored) and is re-raised afterwards."""
+        task = asyncio.ensure_future(self._store.append_message(turn.session.id, message))
+        cancelled = False
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if task.cancelled():
+                    raise
+                cancelled = True
+        stored = task.result()
+        turn.record(stored, produced=produced)
+        if cancelled:
+            raise asyncio.CancelledError
+        return stored

@@ -1,0 +1,92 @@
+"""Building one Messages API request from the active view, and estimating its size.
+
+The system prompt is the session's, frozen: one text block, never rewritten, so the
+cached prefix (tools -> system -> messages) stays byte-identical across turns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from agent.errors import InvalidRequest
+from agent.prompt_caching import apply_cache_control, choose_ttl
+from agent.provider import LLMRequest
+from agent.tokens import CHARS_PER_TOKEN, estimate_messages_tokens, estimate_text_tokens, prompt_chars
+from agent.transcript import repair_tool_pairs, validate_wire
+from agent.types import AgentSession, ChatMessage, ContentBlock, ContextState, text_block
+
+_log = logging.getLogger(__name__)
+
+
+def system_blocks(session: AgentSession) -> list[ContentBlock]:
+    """The frozen system prompt as API blocks (none when it is empty: an empty text block is a 400)."""
+    return [text_block(session.system_prompt)] if session.system_prompt else []
+
+
+def estimate_request_tokens(
+    session: AgentSession,
+    view: Sequence[ChatMessage],
+    tools: list[dict[str, Any]],
+    state: ContextState,
+) -> int:
+    """Tokens of the request the view would make: the last REAL prompt size plus the growth
+    since (calibrated), else a calibrated or rough estimate of the whole request."""
+    chars = prompt_chars(session.system_prompt, view)
+    ratio = state.chars_per_token
+    last, last_chars = state.last_prompt_tokens, state.last_prompt_chars
+    if last is not None and last_chars is not None and chars >= last_chars:
+        return last + math.ceil((chars - last_chars) / (ratio or CHARS_PER_TOKEN))
+    if ratio:
+        # The learned ratio already absorbs the tool definitions (real counts include them).
+        return math.ceil(chars / ratio)
+    tools_text = json.dumps(tools, ensure_ascii=False) if tools else ""
+    return (
+        estimate_text_tokens(session.system_prompt)
+        + estimate_messages_tokens(view)
+        + estimate_text_tokens(tools_text)
+    )
+
+
+def turn_ttl(setting: str, view: Sequence[ChatMessage]) -> str:
+    """The cache TTL for this turn ("auto" looks at how far apart the user's messages are)."""
+    times = [
+        m.created_at
+        for m in view
+        if m.role == "user" and m.created_at is not None and m.kind == "message" and not m.tool_result_ids()
+    ]
+    return choose_ttl(setting, times)
+
+
+def build_request(
+    session: AgentSession,
+    view: list[ChatMessage],
+    tools: list[dict[str, Any]],
+    *,
+    max_tokens: int,
+    cache_ttl: str | None,
+) -> tuple[LLMRequest, list[ChatMessage]]:
+    """The request for ``view``, checked with the API's rules; returns it with the view it was
+    built from (repaired, loudly, in the should-never-happen case that the view was invalid)."""
+    for attempt in range(2):
+        system = system_blocks(session)
+        messages = [m.to_wire() for m in view]
+        if cache_ttl is not None:
+            system, messages = apply_cache_control(system, messages, ttl=cache_ttl)
+        problems = validate_wire(messages, system, tools)
+        if not problems:
+            request = LLMRequest(
+                model=session.model, messages=messages, max_tokens=max_tokens, system=system, tools=tools
+            )
+            return request, view
+        if attempt == 0:
+            _log.error(
+                "invalid transcript before a call, repairing tool pairs: %s",
+                "; ".join(problems),
+                extra={"session": session.id},
+            )
+            view = repair_tool_pairs(view)
+    raise InvalidRequest(f"the transcript of session {session.id} cannot be repaired: {problems[0]}")

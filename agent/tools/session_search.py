@@ -1,0 +1,72 @@
+"""``session_search``: ranked full-text search over THIS conversation, active and archived."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from agent.tools.base import JSONObject, ResumePoint, Tool, ToolContext, ToolOutput, snapshot_line
+from agent.types import SearchFilters, SearchHit
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+
+
+def _hit_line(hit: SearchHit) -> str:
+    if hit.compacted:
+        state = f"archived, compaction {hit.compaction_id}" if hit.compaction_id else "archived"
+    else:
+        state = "active" if hit.active else "inactive"
+    who = hit.role + (f" {hit.author_name}" if hit.author_name else "")
+    when = hit.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    snippet = " ".join(hit.snippet.split())
+    return f"#{hit.message_id} [{state}] {when} {who}: {snippet}"
+
+
+SEARCH_SCHEMA: JSONObject = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Matches to return."},
+        "offset": {"type": "integer", "minimum": 0, "description": "Skip this many matches (paging)."},
+    },
+    "required": ["query"],
+}
+
+
+class SessionSearchTool(Tool):
+    name = "session_search"
+    description = (
+        "Search this conversation's whole history, including parts summarized away, for words or "
+        'phrases (words, "exact phrase", -exclude, prefix*). Returns ranked matches with message ids '
+        "(#id); matches are marked [like this]. Read archived messages in full with recall "
+        "(from_id/to_id around a message id)."
+    )
+    input_schema = SEARCH_SCHEMA
+
+    async def run(self, ctx: ToolContext, tool_input: JSONObject) -> ToolOutput:
+        query = str(tool_input["query"]).strip()
+        limit = int(tool_input.get("limit", DEFAULT_LIMIT))
+        offset = int(tool_input.get("offset", 0))
+        if not query:
+            return ToolOutput.error("query is empty: give one or more words to search for")
+        # The session filter is forced here, never taken from the input: one chat never sees another's.
+        filters = SearchFilters(session_id=ctx.session.id)
+        hits = await ctx.store.search(query, filters, limit=limit, offset=offset)
+        hits = [h for h in hits if h.session_id == ctx.session.id]
+        lines = [snapshot_line(ctx.clock)]
+        if not hits:
+            lines.append(
+                f"no matches for {query!r} in this conversation" + (" past offset" if offset else "")
+            )
+            return ToolOutput("\n".join(lines))
+        lines.append(f"{len(hits)} matches for {query!r} (from #{offset + 1}), best first:")
+        points: list[ResumePoint] = []
+        length = sum(len(line) + 1 for line in lines)
+        for index, hit in enumerate(hits):
+            points.append(ResumePoint(length, {"query": query, "limit": limit, "offset": offset + index}))
+            line = _hit_line(hit)
+            lines.append(line)
+            length += len(line) + 1
+        if len(hits) == limit:
+            lines.append(f"more may match: call session_search with offset {offset + limit}")
+        return ToolOutput("\n".join(lines), resume_points=tuple(points))
