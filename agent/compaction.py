@@ -1,0 +1,59 @@
+"""The one compaction operation every trigger uses (hygiene, in-loop, reactive, manual, scheduled).
+
+Load state and the active view, let the engine plan, persist the plan in one store
+transaction, record what the summarizer cost, save the state. A failed attempt changes no
+message: only the bookkeeping (cooldown, breaker) is saved.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from agent.context_engine import CompressionOutcome, ContextEngine
+from agent.storage import ConversationStore
+from agent.types import AgentSession, ChatMessage, CompactionRecord, Trigger
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What :func:`compact` did: the stored record (None when nothing changed), the new active view."""
+
+    record: CompactionRecord | None
+    messages: list[ChatMessage]
+    outcome: CompressionOutcome
+
+
+async def compact(
+    engine: ContextEngine,
+    store: ConversationStore,
+    session: AgentSession,
+    *,
+    trigger: Trigger,
+    focus: str | None = None,
+    prompt_tokens: int | None = None,
+    messages: list[ChatMessage] | None = None,
+) -> CompactionResult:
+    """Compress ``session`` now. ``messages`` (the persisted active view) is loaded when not given."""
+    state = await store.load_context_state(session.id)
+    view = messages if messages is not None else await store.load_active(session.id)
+    outcome = await engine.compress(
+        session, view, state, trigger=trigger, focus=focus, prompt_tokens=prompt_tokens
+    )
+    # The summarizer was paid whether or not its summary is used.
+    for record in outcome.summary_usage:
+        await store.record_usage(session.id, record)
+    stored: CompactionRecord | None = None
+    if outcome.plan is not None:
+        stored = await store.archive_and_summarize(session.id, outcome.plan)
+        view = await store.load_active(session.id)
+    else:
+        _log.info(
+            "compaction skipped: %s",
+            outcome.reason,
+            extra={"session": session.id, "trigger": trigger, "tokens_before": outcome.tokens_before},
+        )
+    await store.save_context_state(session.id, state)
+    return CompactionResult(record=stored, messages=view, outcome=outcome)

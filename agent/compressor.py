@@ -1,0 +1,438 @@
+"""The default context engine: prune -> boundaries -> summarize -> assemble.
+
+Sizes. ``threshold`` = threshold_for(model) x window (50% by default) fires automatic
+compaction (hygiene uses ``hygiene_threshold``). A compaction aims at ``target`` =
+``TARGET_FRACTION`` (0.6) x threshold, so the next automatic trigger is a good stretch of
+conversation away; the verbatim tail gets ``target_ratio`` x threshold tokens.
+
+The engine is pure logic over messages: it returns a :class:`CompactionPlan` and updates the
+:class:`ContextState` it is given; :func:`agent.compaction.compact` persists both.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+from agent.compressor_boundaries import Boundaries, choose_boundaries
+from agent.compressor_prune import prune_messages
+from agent.context_engine import CompressionOutcome, ContextEngine
+from agent.errors import AuthenticationFailed, LLMError, SpendLimitReached
+from agent.extractive import extractive_summary
+from agent.prompts import (
+    SUMMARIZER_SYSTEM,
+    archived_note,
+    format_handoff,
+    normalize_summary,
+    parse_sections,
+    serialize_messages,
+    strip_handoff,
+    summary_instructions,
+)
+from agent.provider import LLMProvider, LLMRequest
+from agent.redact import redact
+from agent.settings import CompressionSettings
+from agent.tokens import (
+    CHARS_PER_TOKEN,
+    calibrate,
+    cost_usd,
+    estimate_message_tokens,
+    estimate_text_tokens,
+    message_chars,
+    model_info,
+    prompt_chars,
+)
+from agent.transcript import repair_tool_pairs, validate_messages
+from agent.types import (
+    AgentSession,
+    ChatMessage,
+    CompactionPlan,
+    CompactionStatus,
+    ContextState,
+    Insertion,
+    Trigger,
+    Usage,
+    UsageRecord,
+    text_block,
+)
+
+_log = logging.getLogger(__name__)
+
+TARGET_FRACTION = 0.6
+SUMMARY_RATIO = 0.20
+SUMMARY_MIN_TOKENS = 2000
+SUMMARY_MAX_TOKENS = 12_000
+SUMMARY_WINDOW_SHARE = 0.05
+STRIKES_TO_STOP = 2
+CONTEXT_CHANGE_RATIO = 1.10
+_AWAITING_CHECK = "awaiting_usage_check"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def summary_budget(content_tokens: int, window: int) -> int:
+    """clamp(content x 0.20, 2000, min(window x 0.05, 12000)); the ceiling wins on small windows."""
+    ceiling = int(min(window * SUMMARY_WINDOW_SHARE, SUMMARY_MAX_TOKENS))
+    return min(ceiling, max(SUMMARY_MIN_TOKENS, int(content_tokens * SUMMARY_RATIO)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Sizes:
+    """Estimated tokens per message and how estimates map to the caller's (real) unit."""
+
+    per_message: list[int]
+    system: int
+    scale: float
+    offset: int
+    chars_per_token: float | None
+
+    def of(self, m: ChatMessage) -> int:
+        if self.chars_per_token:
+            return math.ceil(message_chars(m) / self.chars_per_token)
+        return estimate_message_tokens(m)
+
+    def real(self, estimate: int) -> int:
+        # The larger of a proportional and an additive correction: over- beats under-estimating.
+        return max(round(estimate * self.scale), estimate + self.offset)
+
+    def estimate_of(self, real: float) -> int:
+        """The inverse of :meth:`real`: how many estimated tokens fit ``real`` real ones."""
+        return max(1, int(min(real / self.scale, real - self.offset)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One compress() call's fixed inputs, handed to the assembly step."""
+
+    session: AgentSession
+    state: ContextState
+    originals: Sequence[ChatMessage]
+    sizes: _Sizes
+    before: int
+    trigger: Trigger
+    focus: str | None
+    started: float
+
+
+class ContextCompressor(ContextEngine):
+    """Hermes-style compression with soft archival, phase-1 pruning and an extractive fallback."""
+
+    name = "compressor"
+
+    def __init__(
+        self,
+        settings: CompressionSettings,
+        provider: LLMProvider,
+        *,
+        summary_model: str,
+        clock: Callable[[], datetime] = utcnow,
+        prices: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.provider = provider
+        self.summary_model = settings.summary_model or summary_model
+        self.clock = clock
+        self.prices = prices
+
+    # ---- sizes ---------------------------------------------------------------------------
+
+    def threshold_tokens(self, session: AgentSession, trigger: Trigger = "in_loop") -> int:
+        ratio = (
+            self.settings.hygiene_threshold
+            if trigger == "hygiene"
+            else self.settings.threshold_for(session.model)
+        )
+        return int(ratio * session.context_window)
+
+    def target_tokens(self, session: AgentSession) -> int:
+        return int(self.threshold_tokens(session) * TARGET_FRACTION)
+
+    def estimate_prompt_tokens(
+        self, session: AgentSession, state: ContextState, messages: Sequence[ChatMessage]
+    ) -> int:
+        """The best guess of the prompt size: the last real count plus growth since, else an estimate."""
+        chars = prompt_chars(session.system_prompt, messages)
+        ratio = state.chars_per_token
+        last, last_chars = state.last_prompt_tokens, state.last_prompt_chars
+        if last is not None and last_chars is not None and chars >= last_chars:
+            return last + math.ceil((chars - last_chars) / (ratio or CHARS_PER_TOKEN))
+        if ratio:
+            return math.ceil(chars / ratio)
+        return estimate_text_tokens(session.system_prompt) + sum(estimate_message_tokens(m) for m in messages)
+
+    def _sizes(
+        self,
+        session: AgentSession,
+        state: ContextState,
+        messages: Sequence[ChatMessage],
+        prompt_tokens: int | None,
+    ) -> tuple[_Sizes, int]:
+        ratio = state.chars_per_token
+        system = (
+            math.ceil(len(session.system_prompt) / ratio)
+            if ratio
+            else estimate_text_tokens(session.system_prompt)
+        )
+        probe = _Sizes([], system, 1.0, 0, ratio)
+        per = [probe.of(m) for m in messages]
+        estimate = system + sum(per)
+        real = (
+            prompt_tokens
+            if prompt_tokens is not None
+            else self.estimate_prompt_tokens(session, state, messages)
+        )
+        scale = min(3.0, max(0.5, real / estimate)) if estimate else 1.0
+        return _Sizes(per, system, scale, max(0, real - estimate), ratio), real
+
+    # ---- when ----------------------------------------------------------------------------
+
+    def _cooling(self, state: ContextState) -> bool:
+        return state.cooldown_until is not None and self.clock() < state.cooldown_until
+
+    def _breaker_open(self, state: ContextState) -> bool:
+        return state.consecutive_failures >= self.settings.max_consecutive_failures
+
+    @staticmethod
+    def _thrashing(state: ContextState, prompt_tokens: int) -> bool:
+        """Two compactions in a row failed to get the real size under the threshold, and the
+        context has not grown by more than 10% since: compacting again would change nothing."""
+        if state.ineffective_strikes < STRIKES_TO_STOP:
+            return False
+        reference = state.strike_context_tokens
+        return reference is None or prompt_tokens <= reference * CONTEXT_CHANGE_RATIO
+
+    def should_compress(
+        self, session: AgentSession, state: ContextState, prompt_tokens: int, *, trigger: Trigger = "in_loop"
+    ) -> bool:
+        if trigger in ("reactive", "manual"):
+            return True
+        if not self.settings.enabled or prompt_tokens < self.threshold_tokens(session, trigger):
+            return False
+        if prompt_tokens >= session.context_window:
+            return True
+        if self._thrashing(state, prompt_tokens):
+            return False
+        if trigger == "hygiene":
+            return True  # must shrink: a breaker or cooldown only turns the summary extractive
+        return not (self._breaker_open(state) or self._cooling(state))
+
+    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt_chars: int) -> None:
+        real = usage.context_tokens
+        if real <= 0:
+            return
+        calibrate(state, prompt_chars, real)
+        state.last_prompt_tokens = real
+        state.last_prompt_chars = prompt_chars
+        state.last_prompt_at = self.clock()
+        if state.extra.pop(_AWAITING_CHECK, False):
+            if real >= self.threshold_tokens(session):
+                state.ineffective_strikes += 1
+                state.strike_context_tokens = real
+            else:
+                state.ineffective_strikes = 0
+                state.strike_context_tokens = None
+
+    # ---- how -----------------------------------------------------------------------------
+
+    async def compress(
+        self,
+        session: AgentSession,
+        messages: list[ChatMessage],
+        state: ContextState,
+        *,
+        trigger: Trigger,
+        focus: str | None = None,
+        prompt_tokens: int | None = None,
+    ) -> CompressionOutcome:
+        started = time.perf_counter()
+        sizes, before = self._sizes(session, state, messages, prompt_tokens)
+        must_shrink = trigger in ("reactive", "hygiene") or before >= session.context_window
+        use_model = trigger == "manual" or not (self._breaker_open(state) or self._cooling(state))
+        if not use_model and not must_shrink:
+            reason = "circuit breaker open" if self._breaker_open(state) else "summarizer cooling down"
+            return CompressionOutcome(None, "failed", before, before, reason=reason)
+        attempt = _Attempt(session, state, messages, sizes, before, trigger, focus, started)
+
+        threshold = self.threshold_tokens(session)
+        target_est = sizes.estimate_of(threshold * TARGET_FRACTION)
+        bounds = choose_boundaries(
+            messages,
+            sizes.per_message,
+            protect_head=self.settings.protect_first_n > 0,
+            tail_budget=sizes.estimate_of(threshold * self.settings.target_ratio),
+            tail_floor=self.settings.protect_last_n,
+            tail_cap=int(target_est * 0.75),
+            min_tail_users=self.settings.min_tail_user_messages,
+        )
+        pruned = prune_messages(
+            messages, end=bounds.protect_start, prune_chars=self.settings.tool_result_prune_chars
+        )
+        view, changed = pruned.messages, set(pruned.changed)
+        middle = view[bounds.head_end : bounds.tail_start]
+        has_middle = any(m.kind != "summary" for m in middle)
+        pruned_size = sizes.system + sum(
+            sizes.of(m) if i in changed else sizes.per_message[i] for i, m in enumerate(view)
+        )
+        if pruned.changed and (not has_middle or (trigger != "manual" and pruned_size <= target_est)):
+            return self._finish(attempt, view, None, bounds, "ok", (), "pruned tool output")
+        if not has_middle:
+            return CompressionOutcome(None, "failed", before, before, reason="nothing to compress")
+
+        previous = next((strip_handoff(m.text) for m in reversed(middle) if m.kind == "summary"), None)
+        ids = [m.id for m in middle if m.id is not None]
+        stamps = [m.created_at for m in middle if m.created_at is not None]
+        archived = archived_note(
+            min(ids),
+            max(ids),
+            len(middle),
+            since=min(stamps, default=None),
+            until=max(stamps, default=None),
+            previous=parse_sections(previous).get("Archived") if previous else None,
+        )
+        content = [m for m in middle if m.kind != "summary"]
+        budget = summary_budget(
+            sum(sizes.per_message[bounds.head_end : bounds.tail_start]), session.context_window
+        )
+
+        status: CompactionStatus = "ok"
+        usage: tuple[UsageRecord, ...] = ()
+        body: str | None = None
+        reason = ""
+        if use_model:
+            try:
+                body, usage = await self._summarize(content, previous, budget, focus)
+            except (AuthenticationFailed, SpendLimitReached) as exc:
+                _log.warning("compaction aborted: %s", exc, extra={"session": session.id, "trigger": trigger})
+                return CompressionOutcome(None, "failed", before, before, reason=f"summarizer refused: {exc}")
+            except LLMError as exc:
+                reason = f"summarizer failed: {exc}"
+                self._record_failure(state)
+                _log.warning("%s", reason, extra={"session": session.id, "trigger": trigger})
+            if body is not None and not body.strip():
+                body, reason = None, "summarizer returned an empty summary"
+                self._record_failure(state)
+        else:
+            reason = "summarizer paused (breaker or cooldown)"
+        if body is None:
+            if not must_shrink:
+                return CompressionOutcome(None, "failed", before, before, reason=reason, summary_usage=usage)
+            status = "fallback"
+            body = redact(extractive_summary(content, budget_tokens=budget, previous_summary=previous))
+        else:
+            state.consecutive_failures, state.cooldown_until = 0, None
+        summary = ChatMessage(
+            role="user",
+            content=[text_block(format_handoff(normalize_summary(body, archived)))],
+            kind="summary",
+            created_at=self.clock(),
+        )
+        return self._finish(attempt, view, summary, bounds, status, usage, reason or "summarized")
+
+    def _record_failure(self, state: ContextState) -> None:
+        state.consecutive_failures += 1
+        state.cooldown_until = self.clock() + timedelta(seconds=self.settings.cooldown_seconds)
+
+    async def _summarize(
+        self, content: list[ChatMessage], previous: str | None, budget: int, focus: str | None
+    ) -> tuple[str, tuple[UsageRecord, ...]]:
+        window = model_info(self.summary_model).context_window
+        max_tokens = budget + budget // 2
+        # Conservative 3 chars/token so the transcript surely fits the summary model's window.
+        room_chars = max(20_000, (window - max_tokens - 4_000) * 3)
+        transcript = redact(serialize_messages(content, max_chars=room_chars))
+        prompt = summary_instructions(
+            transcript,
+            budget_tokens=budget,
+            previous_summary=redact(previous) if previous else None,
+            focus=focus,
+        )
+        request = LLMRequest(
+            model=self.summary_model,
+            messages=[{"role": "user", "content": [text_block(prompt)]}],
+            max_tokens=max_tokens,
+            system=[text_block(SUMMARIZER_SYSTEM)],
+            purpose="summary",
+        )
+        response = await self.provider.create(request)
+        record = UsageRecord(
+            model=response.model or self.summary_model,
+            purpose="summary",
+            usage=response.usage,
+            cost_usd=cost_usd(response.model or self.summary_model, response.usage, prices=self.prices),
+            estimated=response.estimated_usage,
+        )
+        text = "\n".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
+        return redact(text), (record,)
+
+    def _finish(
+        self,
+        attempt: _Attempt,
+        view: list[ChatMessage],
+        summary: ChatMessage | None,
+        bounds: Boundaries,
+        status: CompactionStatus,
+        usage: tuple[UsageRecord, ...],
+        reason: str,
+    ) -> CompressionOutcome:
+        """Assemble the new active view, repair tool pairs, and turn the difference into a plan."""
+        session, state, originals, sizes = attempt.session, attempt.state, attempt.originals, attempt.sizes
+        before, trigger = attempt.before, attempt.trigger
+        if summary is None:
+            new_view = list(view)
+        else:
+            new_view = [*view[: bounds.head_end], summary, *view[bounds.tail_start :]]
+        repaired = repair_tool_pairs(new_view)
+        if validate_messages(repaired) and not validate_messages(originals):
+            _log.error("compaction would leave an invalid transcript", extra={"session": session.id})
+            return CompressionOutcome(
+                None, "failed", before, before, reason="invalid result", summary_usage=usage
+            )
+
+        original_objects = {id(m) for m in originals}
+        kept_ids = {m.id for m in repaired if id(m) in original_objects}
+        archive = [m.id for m in originals if m.id is not None and m.id not in kept_ids]
+        insertions: list[Insertion] = []
+        for m in repaired:
+            if id(m) in original_objects:
+                continue
+            anchor = m.id if m.kind != "summary" else originals[bounds.head_end].id
+            if anchor is None:
+                continue
+            fresh = replace(m, id=None, seq=None, active=True, compacted=False, compaction_id=None)
+            insertions.append(Insertion(anchor_id=anchor, message=fresh))
+        after_est = sum(sizes.of(m) for m in repaired) + sizes.system
+        after = min(before, sizes.real(after_est))
+        tail = originals[bounds.tail_start :]
+        plan = CompactionPlan(
+            trigger=trigger,
+            archive_ids=tuple(archive),
+            insertions=tuple(insertions),
+            first_kept_id=tail[0].id if tail else None,
+            tokens_before=before,
+            tokens_after=after,
+            model=self.summary_model if summary is not None else "",
+            duration_ms=int((time.perf_counter() - attempt.started) * 1000),
+            status=status,
+            focus=attempt.focus,
+        )
+        state.compaction_count += 1
+        if trigger == "manual":  # an explicit request starts the anti-thrash count afresh
+            state.ineffective_strikes, state.strike_context_tokens = 0, None
+        state.extra[_AWAITING_CHECK] = True
+        state.last_prompt_tokens = after
+        state.last_prompt_chars = prompt_chars(session.system_prompt, repaired)
+        _log.info(
+            "compaction planned (%s): %d -> %d tokens, %d archived",
+            status,
+            before,
+            after,
+            len(archive),
+            extra={"session": session.id, "trigger": trigger, "tokens_before": before, "tokens_after": after},
+        )
+        return CompressionOutcome(plan, status, before, after, reason=reason, summary_usage=usage)

@@ -1,0 +1,150 @@
+"""Phase 1 of compression, no model involved: old tool outputs become one informative line,
+identical outputs are de-duplicated, and oversized tool inputs are shrunk inside valid JSON.
+
+Pruned messages are copies; the originals are archived by the plan, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.types import ChatMessage, ContentBlock, content_text
+
+PRUNED_MARK = "[pruned tool output]"
+SAME_MARK = "[same output as"
+TRUNCATED_MARK = "…[truncated {n} chars]"
+# Outputs shorter than this are cheap: never worth a "same output as" pointer.
+DEDUP_MIN_CHARS = 64
+# A tool input is shrunk once its JSON is this many times the prune size.
+INPUT_PRUNE_FACTOR = 4
+_EXIT = re.compile(
+    r"(?i)\b(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode|exit_code)\W{0,3}(-?\d+)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """The view after pruning (same length; changed entries are copies keeping the original id)."""
+
+    messages: list[ChatMessage]
+    changed: tuple[int, ...]
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _result_parts(block: ContentBlock) -> tuple[str, int]:
+    inner = block.get("content", "")
+    if isinstance(inner, list):
+        blocks = [b for b in inner if isinstance(b, dict)]
+        images = sum(1 for b in blocks if b.get("type") in ("image", "document"))
+        return content_text([b for b in blocks if b.get("type") == "text"]), images
+    return str(inner), 0
+
+
+def describe_output(
+    text: str, images: int, *, name: str, tool_input: Any, message_id: int | None, is_error: bool
+) -> str:
+    """One line that says what a tool call did and what it returned, in place of its output."""
+    args = _one_line(json.dumps(tool_input, ensure_ascii=False, default=str), 80) if tool_input else ""
+    facts = [f"{len(text):,} chars", f"{text.count(chr(10)) + 1 if text else 0} lines"]
+    if images:
+        facts.append(f"{images} image{'s' if images > 1 else ''}")
+    exit_match = _EXIT.search(text[-2000:]) or _EXIT.search(text[:2000])
+    if exit_match:
+        facts.append(f"exit {exit_match.group(1)}")
+    if is_error:
+        facts.append("error")
+    first = _one_line(text, 60)
+    where = (
+        f' recall {{"from_id": {message_id}, "to_id": {message_id}}} for the full text.' if message_id else ""
+    )
+    return f'{PRUNED_MARK} {name} {args} → {", ".join(facts)}. Starts: "{first}".{where}'
+
+
+def shrink_json(value: Any, limit: int) -> Any:
+    """``value`` with every string longer than ``limit`` cut, marked; still the same JSON shape."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + TRUNCATED_MARK.format(n=len(value) - limit)
+    if isinstance(value, dict):
+        return {k: shrink_json(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shrink_json(v, limit) for v in value]
+    return value
+
+
+def _already_pruned(text: str) -> bool:
+    return text.startswith((PRUNED_MARK, SAME_MARK))
+
+
+def prune_messages(messages: Sequence[ChatMessage], *, end: int, prune_chars: int) -> PruneResult:
+    """Prune tool blocks of ``messages[:end]`` (the part outside the protected tail)."""
+    calls: dict[str, tuple[str, Any]] = {}
+    for m in messages:
+        for block in m.content:
+            if block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = (str(block.get("name")), block.get("input"))
+    seen: dict[str, str] = {}
+    out = list(messages)
+    changed: list[int] = []
+    for index, m in enumerate(messages[:end]):
+        new_content: list[ContentBlock] = []
+        touched = False
+        for block in m.content:
+            new_block = _prune_block(block, m, calls, seen, prune_chars)
+            touched = touched or new_block is not block
+            new_content.append(new_block)
+        if touched:
+            out[index] = m.with_content(new_content)
+            changed.append(index)
+    return PruneResult(out, tuple(changed))
+
+
+def _prune_block(
+    block: ContentBlock,
+    m: ChatMessage,
+    calls: dict[str, tuple[str, Any]],
+    seen: dict[str, str],
+    prune_chars: int,
+) -> ContentBlock:
+    kind = block.get("type")
+    if kind == "tool_use":
+        tool_input = block.get("input")
+        size = len(json.dumps(tool_input, ensure_ascii=False, default=str))
+        if size > prune_chars * INPUT_PRUNE_FACTOR:
+            shrunk = shrink_json(tool_input, prune_chars)
+            if shrunk != tool_input:
+                return {**block, "input": shrunk}
+        return block
+    if kind != "tool_result":
+        return block
+    text, images = _result_parts(block)
+    if _already_pruned(text):
+        return block
+    use_id = str(block.get("tool_use_id"))
+    name, tool_input = calls.get(use_id, ("tool", None))
+    digest = hashlib.sha1(f"{images}:{text}".encode(), usedforsecurity=False).hexdigest()
+    first_id = seen.get(digest)
+    if first_id is None and len(text) >= DEDUP_MIN_CHARS:
+        seen[digest] = use_id
+    if first_id is not None and first_id != use_id:
+        line = f"{SAME_MARK} tool call {first_id}] {name}: {len(text):,} chars, identical."
+        return {**block, "content": line}
+    if len(text) > prune_chars or images:
+        line = describe_output(
+            text,
+            images,
+            name=name,
+            tool_input=tool_input,
+            message_id=m.id,
+            is_error=bool(block.get("is_error")),
+        )
+        return {**block, "content": line}
+    return block
