@@ -14,7 +14,11 @@ from gateway.config import load_settings
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
-        if name.startswith("HYGIEIA_") or name in ("ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN"):
+        if name.startswith("HYGIEIA_") or name in (
+            "ANTHROPIC_API_KEY",
+            "TELEGRAM_BOT_TOKEN",
+            "DISCORD_BOT_TOKEN",
+        ):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
 
