@@ -52,10 +52,15 @@ class ModelInfo:
 
 # Keys match by substring, longest wins ("claude-opus-4-5" beats "claude-opus-4" beats "opus").
 # Sonnet 4.x offers a 1M-token window in beta; the default stays 200k unless overridden.
+# Prices of models newer than this table are not guessed: set them with `model_prices`.
 MODELS: dict[str, ModelInfo] = {
+    "claude-opus-4-8": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
+    "claude-opus-4-7": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
+    "claude-opus-4-6": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
     "claude-opus-4-5": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
     "claude-opus-4-1": ModelInfo(200_000, 32_000, 1024, 15.0, 75.0),
     "claude-opus-4": ModelInfo(200_000, 32_000, 1024, 15.0, 75.0),
+    "claude-sonnet-4-6": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
     "claude-sonnet-4-5": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
     "claude-sonnet-4": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
     "claude-haiku-4-5": ModelInfo(200_000, 64_000, 4096, 1.0, 5.0),
