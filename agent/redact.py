@@ -12,7 +12,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Anthropic (sk-ant-...), OpenAI (sk-..., sk-proj-...) and similar API keys.
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),
     # Telegram bot tokens: <bot id>:<35 chars>.
-    (re.compile(r"\b\d{5,12}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), REDACTED),
+    (re.compile(r"(?<!\d)\d{5,12}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), REDACTED),
     # Discord bot tokens (three base64url parts) and JWTs, which share the shape.
     (re.compile(r"\b[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}\b"), REDACTED),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
