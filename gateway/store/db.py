@@ -1,0 +1,128 @@
+"""The database connection: one async engine, its session factory, and SQLite's pragmas."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from agent.errors import ConfigError, StoreError
+
+Dialect = Literal["sqlite", "postgresql"]
+BUSY_TIMEOUT_MS = 15_000
+_WRITE_OPTION = "hygieia_write"
+
+
+def parse_url(url: str | URL) -> URL:
+    """The URL, checked to name a supported async driver."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"HYGIEIA_DATABASE_URL: not a database URL: {exc}") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ConfigError(f"HYGIEIA_DATABASE_URL: unsupported database {parsed.get_backend_name()!r}")
+    return parsed
+
+
+def configure_sqlite(engine: AsyncEngine) -> None:
+    """WAL, foreign keys and a busy timeout on every connection; our own BEGIN.
+
+    The driver's implicit transactions are turned off so that we emit ``BEGIN`` ourselves:
+    ``BEGIN IMMEDIATE`` for writes, which takes the write lock up front, so a transaction
+    that reads ``max(seq)`` and then inserts cannot lose a race (WAL readers never block).
+    """
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get(_WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class Database:
+    """An async engine for ``url`` (``sqlite+aiosqlite://`` or ``postgresql+psycopg://``).
+
+    Lifecycle: ``await connect()`` (or ``async with``), then ``await dispose()``.
+    """
+
+    def __init__(self, url: str | URL, *, echo: bool = False) -> None:
+        self.url = parse_url(url)
+        self._echo = echo
+        self._engine: AsyncEngine | None = None
+        self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+
+    @property
+    def dialect(self) -> Dialect:
+        return "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            raise StoreError("Database.connect() has not been called")
+        return self._engine
+
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
+        if self._sessionmaker is None:
+            raise StoreError("Database.connect() has not been called")
+        return self._sessionmaker
+
+    async def connect(self) -> None:
+        """Create the engine and check that the database answers."""
+        if self._engine is not None:
+            return
+        if self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:"):
+            await asyncio.to_thread(Path(self.url.database).parent.mkdir, parents=True, exist_ok=True)
+        engine = create_async_engine(self.url, echo=self._echo, pool_pre_ping=self.dialect == "postgresql")
+        if self.dialect == "sqlite":
+            configure_sqlite(engine)
+        try:
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except (OSError, SQLAlchemyError) as exc:
+            await engine.dispose()
+            raise StoreError(f"cannot connect to the database: {exc}") from exc
+        self._engine = engine
+        self._sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
+
+    async def dispose(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+        self._engine = None
+        self._sessionmaker = None
+
+    async def __aenter__(self) -> Database:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.dispose()
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction, committed on exit, rolled back on error.
+
+        ``write=True`` takes SQLite's write lock at BEGIN; PostgreSQL ignores it.
+        """
+        async with self.sessionmaker() as session, session.begin():
+            await session.connection(execution_options={_WRITE_OPTION: write})
+            yield session

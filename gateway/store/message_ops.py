@@ -1,0 +1,129 @@
+"""Messages: append, the active view, single rows, and recall of archived turns."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlalchemy import and_, func, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.errors import NotFound, StoreError
+from agent.types import ChatMessage, RecallPage, content_text
+from gateway.store.base import CONFLICT_RETRIES, Repo
+from gateway.store.columns import clean_json, clean_text, utcnow
+from gateway.store.convert import to_message
+from gateway.store.models import messages, sessions
+
+ORDER = (messages.c.seq, messages.c.sub_seq)
+
+
+class MessageOps(Repo):
+    async def append_message(self, session_id: str, message: ChatMessage) -> ChatMessage:
+        """Persist at the end of the session (``seq = max + 1``); idempotent on ``platform_message_id``.
+
+        The session row is locked for the transaction that reads ``max(seq)`` and inserts;
+        should a unique key still conflict, the append is tried again.
+        """
+        content = clean_json(message.content)
+        stored = replace(
+            message,
+            content=content,
+            created_at=message.created_at or utcnow(),
+            active=True,
+            compacted=False,
+            compaction_id=None,
+        )
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                async with self._tx() as s:
+                    return await _append_once(s, session_id, stored)
+            except IntegrityError:
+                continue  # lost a race we did not lock against: read the new state and try again
+        raise StoreError(f"could not append to session {session_id}: too many concurrent writers")
+
+    async def load_active(self, session_id: str) -> list[ChatMessage]:
+        stmt = select(messages).where(messages.c.session_id == session_id, messages.c.active).order_by(*ORDER)
+        async with self._tx(write=False) as s:
+            return [to_message(r) for r in (await s.execute(stmt)).mappings()]
+
+    async def get_message(self, message_id: int) -> ChatMessage:
+        async with self._tx(write=False) as s:
+            row = (await s.execute(select(messages).where(messages.c.id == message_id))).mappings().first()
+            if row is None:
+                raise NotFound(f"no message {message_id}")
+            return to_message(row)
+
+    async def messages_after(self, session_id: str, seq: int) -> list[ChatMessage]:
+        """Every row (any state) of the session with a seq above ``seq``, in order."""
+        stmt = (
+            select(messages).where(messages.c.session_id == session_id, messages.c.seq > seq).order_by(*ORDER)
+        )
+        async with self._tx(write=False) as s:
+            return [to_message(r) for r in (await s.execute(stmt)).mappings()]
+
+    async def recall(
+        self,
+        session_id: str,
+        *,
+        compaction_id: str | None = None,
+        from_id: int | None = None,
+        to_id: int | None = None,
+        offset: int = 0,
+        limit: int = 20,
+    ) -> RecallPage:
+        """Archived rows of the session, verbatim, in order; ``total`` counts every match."""
+        offset, limit = max(offset, 0), max(limit, 0)
+        conditions = [messages.c.session_id == session_id, messages.c.compacted]
+        if compaction_id is not None:
+            conditions.append(messages.c.compaction_id == compaction_id)
+        if from_id is not None:
+            conditions.append(messages.c.id >= from_id)
+        if to_id is not None:
+            conditions.append(messages.c.id <= to_id)
+        where = and_(*conditions)
+        async with self._tx(write=False) as s:
+            total = int(await s.scalar(select(func.count()).select_from(messages).where(where)) or 0)
+            rows = await s.execute(select(messages).where(where).order_by(*ORDER).offset(offset).limit(limit))
+            page = [to_message(r) for r in rows.mappings()]
+        end = offset + len(page)
+        return RecallPage(messages=page, total=total, offset=offset, next_offset=end if end < total else None)
+
+
+async def _append_once(s: AsyncSession, session_id: str, stored: ChatMessage) -> ChatMessage:
+    # One appender per session at a time on PostgreSQL (FOR NO KEY UPDATE does not block
+    # foreign-key checks); SQLite's BEGIN IMMEDIATE already serializes writers.
+    lock = select(sessions.c.id).where(sessions.c.id == session_id).with_for_update(key_share=True)
+    if await s.scalar(lock) is None:
+        raise NotFound(f"no session {session_id}")
+    if stored.platform_message_id is not None:
+        same = select(messages).where(
+            messages.c.session_id == session_id,
+            messages.c.platform_message_id == stored.platform_message_id,
+        )
+        existing = (await s.execute(same)).mappings().first()
+        if existing is not None:
+            return to_message(existing)
+    last = await s.scalar(select(func.max(messages.c.seq)).where(messages.c.session_id == session_id))
+    seq = (last or 0) + 1
+    insert_row = insert(messages).values(**row_values(session_id, stored), seq=seq).returning(messages.c.id)
+    new_id = await s.scalar(insert_row)
+    return replace(stored, id=int(new_id or 0), seq=seq)
+
+
+def row_values(session_id: str, message: ChatMessage) -> dict[str, object]:
+    """Column values for a new row holding ``message`` (content already cleaned)."""
+    return {
+        "session_id": session_id,
+        "role": message.role,
+        "content": message.content,
+        "text": content_text(message.content),
+        "kind": message.kind,
+        "author_id": message.author_id,
+        "author_name": None if message.author_name is None else clean_text(message.author_name),
+        "platform_message_id": message.platform_message_id,
+        "token_estimate": message.token_estimate,
+        "created_at": message.created_at or utcnow(),
+        "active": True,
+        "compacted": False,
+    }

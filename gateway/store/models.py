@@ -1,0 +1,269 @@
+"""The schema, as SQLAlchemy declarative models.
+
+The migrations in ``migrations/versions`` build exactly this (``alembic check`` proves
+it), plus what models cannot say: the FTS5 table and its triggers on SQLite, the
+generated ``text_tsv`` column and its GIN index on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    true,
+)
+from sqlalchemy import (
+    text as sql_text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import false
+
+from gateway.store.columns import BigId, UTCDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ID = String(32)
+"""uuid4().hex ids (sessions, compactions)."""
+
+Json = JSON(none_as_null=True)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class SessionRow(Base):
+    """One long-lived conversation; ``key`` names the chat, at most one current session per key."""
+
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), index=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    chat_id: Mapped[str] = mapped_column(String(128))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    user_id: Mapped[str | None] = mapped_column(String(128))
+    system_prompt: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_activity_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    end_reason: Mapped[str | None] = mapped_column(String(64))
+    last_prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    last_prompt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    compaction_count: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    context_state: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    version: Mapped[int] = mapped_column(Integer)
+
+    __mapper_args__ = {"version_id_col": version}  # noqa: RUF012 (SQLAlchemy reads it once)
+    __table_args__ = (
+        Index(
+            "uq_sessions_current_key",
+            "key",
+            unique=True,
+            sqlite_where=sql_text("ended_at IS NULL"),
+            postgresql_where=sql_text("ended_at IS NULL"),
+        ),
+    )
+
+
+class CompactionRow(Base):
+    """One compaction: what it archived, where its summary is, and how it went."""
+
+    __tablename__ = "compactions"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    archived_from_seq: Mapped[int | None] = mapped_column(Integer)
+    archived_to_seq: Mapped[int | None] = mapped_column(Integer)
+    messages_archived: Mapped[int] = mapped_column(Integer)
+    first_kept_id: Mapped[int | None] = mapped_column(BigId)
+    summary_message_id: Mapped[int | None] = mapped_column(BigId)
+    tokens_before: Mapped[int] = mapped_column(Integer)
+    tokens_after: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(String(128))
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    focus: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    restored_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        # ``number`` orders a session's compactions (timestamps can tie).
+        UniqueConstraint("session_id", "number"),
+        CheckConstraint(
+            "\"trigger\" IN ('hygiene', 'in_loop', 'reactive', 'manual', 'scheduled')", name="trigger"
+        ),
+        CheckConstraint("status IN ('ok', 'fallback', 'failed')", name="status"),
+    )
+
+
+class MessageRow(Base):
+    """One message; never deleted. The active view is ``active ORDER BY seq, sub_seq``."""
+
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    sub_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[list[dict[str, Any]]] = mapped_column(Json)
+    text: Mapped[str] = mapped_column(Text, server_default=sql_text("''"))
+    kind: Mapped[str] = mapped_column(String(16), server_default=sql_text("'message'"))
+    author_id: Mapped[str | None] = mapped_column(String(128))
+    author_name: Mapped[str | None] = mapped_column(String(255))
+    platform_message_id: Mapped[str | None] = mapped_column(String(128))
+    token_estimate: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    active: Mapped[bool] = mapped_column(Boolean, server_default=true())
+    compacted: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    compaction_id: Mapped[str | None] = mapped_column(ForeignKey("compactions.id"))
+    produced_by: Mapped[str | None] = mapped_column(ForeignKey("compactions.id"))
+
+    __table_args__ = (
+        UniqueConstraint("session_id", "seq", "sub_seq"),
+        Index(
+            "uq_messages_session_id_platform_message_id",
+            "session_id",
+            "platform_message_id",
+            unique=True,
+            sqlite_where=sql_text("platform_message_id IS NOT NULL"),
+            postgresql_where=sql_text("platform_message_id IS NOT NULL"),
+        ),
+        Index("ix_messages_active_view", "session_id", "active", "seq", "sub_seq"),
+        Index("ix_messages_compaction_id", "compaction_id"),
+        Index("ix_messages_produced_by", "produced_by"),
+        CheckConstraint("role IN ('user', 'assistant')", name="role"),
+        CheckConstraint("kind IN ('message', 'summary', 'notice')", name="kind"),
+    )
+
+
+class UsageRow(Base):
+    """Token usage and cost of one API call."""
+
+    __tablename__ = "usage"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    model: Mapped[str] = mapped_column(String(128))
+    purpose: Mapped[str] = mapped_column(String(16))
+    input_tokens: Mapped[int] = mapped_column(Integer)
+    cache_write_tokens: Mapped[int] = mapped_column(Integer)
+    cache_read_tokens: Mapped[int] = mapped_column(Integer)
+    output_tokens: Mapped[int] = mapped_column(Integer)
+    cost_usd: Mapped[float] = mapped_column(Float)
+    estimated: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class InboxRow(Base):
+    """A received platform message, persisted before anything else happens to it."""
+
+    __tablename__ = "inbox"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    chat_id: Mapped[str] = mapped_column(String(128))
+    platform_message_id: Mapped[str | None] = mapped_column(String(128))
+    session_key: Mapped[str] = mapped_column(String(255))
+    payload: Mapped[dict[str, Any]] = mapped_column(Json)
+    addressed: Mapped[bool] = mapped_column(Boolean)
+    status: Mapped[str] = mapped_column(String(16), server_default=sql_text("'pending'"))
+    attempts: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    processed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    error: Mapped[str | None] = mapped_column(Text)
+    message_id: Mapped[int | None] = mapped_column(BigId)
+
+    __table_args__ = (
+        UniqueConstraint("platform", "chat_id", "platform_message_id"),
+        Index("ix_inbox_status_received_at", "status", "received_at"),
+        Index("ix_inbox_session_key_status", "session_key", "status"),
+        CheckConstraint("status IN ('pending', 'processing', 'done', 'failed', 'ignored')", name="status"),
+    )
+
+
+class OutboxRow(Base):
+    """A reply waiting to be (or already) delivered."""
+
+    __tablename__ = "outbox"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"))
+    target: Mapped[dict[str, Any]] = mapped_column(Json)
+    text: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), server_default=sql_text("'pending'"))
+    attempts: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    delivered_ids: Mapped[list[str] | None] = mapped_column(Json)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    message_id: Mapped[int | None] = mapped_column(BigId)
+    inbox_ids: Mapped[list[int] | None] = mapped_column(Json)
+
+    __table_args__ = (
+        Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
+        CheckConstraint("status IN ('pending', 'sent', 'failed')", name="status"),
+    )
+
+
+class MemoryRow(Base):
+    """One file of the memory tool, per scope."""
+
+    __tablename__ = "memories"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    scope: Mapped[str] = mapped_column(String(255))
+    path: Mapped[str] = mapped_column(String(1024))
+    content: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (UniqueConstraint("scope", "path"),)
+
+
+class AuditRow(Base):
+    """Something an operator may want to know happened (admin commands, refusals)."""
+
+    __tablename__ = "audit"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    event: Mapped[str] = mapped_column(String(64), index=True)
+    platform: Mapped[str | None] = mapped_column(String(32))
+    user_id: Mapped[str | None] = mapped_column(String(128))
+    detail: Mapped[str] = mapped_column(Text, server_default=sql_text("''"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+sessions: Table = Base.metadata.tables["sessions"]
+compactions: Table = Base.metadata.tables["compactions"]
+messages: Table = Base.metadata.tables["messages"]
+usage: Table = Base.metadata.tables["usage"]
+inbox: Table = Base.metadata.tables["inbox"]
+outbox: Table = Base.metadata.tables["outbox"]
+memories: Table = Base.metadata.tables["memories"]
+audit: Table = Base.metadata.tables["audit"]

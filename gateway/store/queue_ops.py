@@ -1,0 +1,230 @@
+"""The durable inbox (intake) and outbox (delivery)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import ColumnElement, and_, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from agent.errors import NotFound, StoreError
+from gateway.store.base import CONFLICT_RETRIES, Repo, chunks
+from gateway.store.columns import clean_json, clean_text, utcnow
+from gateway.store.convert import to_inbox, to_outbox
+from gateway.store.models import inbox, outbox
+from gateway.store.records import InboxRecord, OutboxRecord
+
+
+def _claimable(now: datetime) -> ColumnElement[bool]:
+    """Pending, or taken by a worker whose lease ran out (it died or hung)."""
+    return or_(
+        inbox.c.status == "pending",
+        and_(inbox.c.status == "processing", inbox.c.lease_until < now),
+    )
+
+
+class QueueOps(Repo):
+    async def inbox_put(
+        self,
+        *,
+        platform: str,
+        chat_id: str,
+        platform_message_id: str | None,
+        session_key: str,
+        payload: dict[str, Any],
+        addressed: bool,
+    ) -> tuple[int, bool]:
+        """Persist a received message; ``(id, created)``. The same platform message is stored once."""
+        same = and_(
+            inbox.c.platform == platform,
+            inbox.c.chat_id == chat_id,
+            inbox.c.platform_message_id == platform_message_id,
+        )
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                async with self._tx() as s:
+                    if platform_message_id is not None:
+                        existing = await s.scalar(select(inbox.c.id).where(same))
+                        if existing is not None:
+                            return int(existing), False
+                    new_id = await s.scalar(
+                        insert(inbox)
+                        .values(
+                            platform=platform,
+                            chat_id=chat_id,
+                            platform_message_id=platform_message_id,
+                            session_key=session_key,
+                            payload=clean_json(payload),
+                            addressed=addressed,
+                            status="pending",
+                            attempts=0,
+                            received_at=utcnow(),
+                        )
+                        .returning(inbox.c.id)
+                    )
+                    return int(new_id or 0), True
+            except IntegrityError:
+                continue  # the same message arrived twice at once: the next pass finds the first
+        raise StoreError(f"could not store inbound message {platform}:{chat_id}:{platform_message_id}")
+
+    async def inbox_claim(
+        self, *, worker: str, lease_seconds: float, session_key: str | None = None, limit: int = 50
+    ) -> list[InboxRecord]:
+        """Take up to ``limit`` claimable items, oldest first, leased to ``worker``.
+
+        PostgreSQL skips rows another worker is claiming right now (FOR UPDATE SKIP LOCKED);
+        SQLite serializes writers anyway.
+        """
+        now = utcnow()
+        stmt = select(inbox.c.id).where(_claimable(now))
+        if session_key is not None:
+            stmt = stmt.where(inbox.c.session_key == session_key)
+        stmt = stmt.order_by(inbox.c.received_at, inbox.c.id).limit(limit).with_for_update(skip_locked=True)
+        async with self._tx() as s:
+            ids = [int(i) for i in (await s.scalars(stmt))]
+            if not ids:
+                return []
+            await s.execute(
+                update(inbox)
+                .where(inbox.c.id.in_(ids))
+                .values(
+                    status="processing",
+                    lease_owner=worker,
+                    lease_until=now + timedelta(seconds=lease_seconds),
+                    attempts=inbox.c.attempts + 1,
+                )
+            )
+            rows = await s.execute(
+                select(inbox).where(inbox.c.id.in_(ids)).order_by(inbox.c.received_at, inbox.c.id)
+            )
+            return [to_inbox(r) for r in rows.mappings()]
+
+    async def inbox_mark(
+        self,
+        ids: Sequence[int],
+        status: Literal["done", "failed", "ignored"],
+        *,
+        error: str | None = None,
+        message_id: int | None = None,
+    ) -> None:
+        """Finish items: their lease ends and they are never claimed again."""
+        values: dict[str, Any] = {
+            "status": status,
+            "processed_at": utcnow(),
+            "lease_until": None,
+            "error": None if error is None else clean_text(error),
+        }
+        if message_id is not None:
+            values["message_id"] = message_id
+        async with self._tx() as s:
+            for part in chunks(list(ids)):
+                await s.execute(update(inbox).where(inbox.c.id.in_(part)).values(**values))
+
+    async def inbox_get(self, inbox_id: int) -> InboxRecord:
+        async with self._tx(write=False) as s:
+            row = (await s.execute(select(inbox).where(inbox.c.id == inbox_id))).mappings().first()
+            if row is None:
+                raise NotFound(f"no inbox item {inbox_id}")
+            return to_inbox(row)
+
+    async def inbox_pending_keys(self) -> list[str]:
+        """Session keys with claimable work, the longest-waiting first."""
+        stmt = (
+            select(inbox.c.session_key)
+            .where(_claimable(utcnow()))
+            .group_by(inbox.c.session_key)
+            .order_by(func.min(inbox.c.received_at), inbox.c.session_key)
+        )
+        async with self._tx(write=False) as s:
+            return [str(k) for k in await s.scalars(stmt)]
+
+    async def outbox_put(
+        self,
+        *,
+        session_id: str | None,
+        target: dict[str, Any],
+        text: str,
+        inbox_ids: list[int],
+        message_id: int | None,
+    ) -> int:
+        now = utcnow()
+        async with self._tx() as s:
+            new_id = await s.scalar(
+                insert(outbox)
+                .values(
+                    session_id=session_id,
+                    target=clean_json(target),
+                    text=clean_text(text),
+                    status="pending",
+                    attempts=0,
+                    next_attempt_at=now,
+                    delivered_ids=[],
+                    created_at=now,
+                    message_id=message_id,
+                    inbox_ids=list(inbox_ids),
+                )
+                .returning(outbox.c.id)
+            )
+            return int(new_id or 0)
+
+    async def outbox_due(self, now: datetime, limit: int = 50) -> list[OutboxRecord]:
+        """Pending replies whose next attempt is due, oldest first."""
+        stmt = (
+            select(outbox)
+            .where(outbox.c.status == "pending", outbox.c.next_attempt_at <= now)
+            .order_by(outbox.c.id)
+            .limit(limit)
+        )
+        async with self._tx(write=False) as s:
+            return [to_outbox(r) for r in (await s.execute(stmt)).mappings()]
+
+    async def outbox_get(self, outbox_id: int) -> OutboxRecord:
+        async with self._tx(write=False) as s:
+            row = (await s.execute(select(outbox).where(outbox.c.id == outbox_id))).mappings().first()
+            if row is None:
+                raise NotFound(f"no outbox item {outbox_id}")
+            return to_outbox(row)
+
+    async def _outbox_update(self, outbox_id: int, **values: Any) -> None:
+        async with self._tx() as s:
+            result = await s.execute(
+                update(outbox)
+                .where(outbox.c.id == outbox_id)
+                .values(attempts=outbox.c.attempts + 1, **values)
+            )
+            if getattr(result, "rowcount", 0) == 0:
+                raise NotFound(f"no outbox item {outbox_id}")
+
+    async def outbox_mark_sent(self, outbox_id: int, platform_ids: list[str]) -> None:
+        await self._outbox_update(
+            outbox_id,
+            status="sent",
+            sent_at=utcnow(),
+            delivered_ids=[str(i) for i in platform_ids],
+            error=None,
+        )
+
+    async def outbox_mark_retry(self, outbox_id: int, *, next_attempt_at: datetime, error: str) -> None:
+        await self._outbox_update(
+            outbox_id, status="pending", next_attempt_at=next_attempt_at, error=clean_text(error)
+        )
+
+    async def outbox_mark_failed(self, outbox_id: int, error: str) -> None:
+        await self._outbox_update(outbox_id, status="failed", error=clean_text(error))
+
+    async def outbox_for_inbox(self, inbox_id: int) -> OutboxRecord | None:
+        """The latest reply queued for inbox item ``inbox_id`` (its ``inbox_ids`` contain it)."""
+        contains: ColumnElement[bool]
+        if self._db.dialect == "postgresql":
+            contains = literal_column("outbox.inbox_ids::jsonb").bool_op("@>")(
+                func.jsonb_build_array(inbox_id)
+            )
+        else:
+            each = func.json_each(outbox.c.inbox_ids).table_valued("value")
+            contains = exists(select(1).select_from(each).where(each.c.value == inbox_id))
+        stmt = select(outbox).where(contains).order_by(outbox.c.id.desc()).limit(1)
+        async with self._tx(write=False) as s:
+            row = (await s.execute(stmt)).mappings().first()
+            return None if row is None else to_outbox(row)

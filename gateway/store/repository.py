@@ -1,0 +1,28 @@
+"""The store: every SQL the service runs goes through here.
+
+:class:`Store` implements :class:`agent.storage.ConversationStore` for the agent and the
+gateway-facing API (sessions, inbox, outbox, usage, audit). It is composed of one part
+per concern, each in its own module; all parts share one :class:`Database`.
+"""
+
+from __future__ import annotations
+
+from agent.storage import ConversationStore
+from gateway.store.compaction_ops import CompactionOps
+from gateway.store.memory_ops import MemoryOps
+from gateway.store.message_ops import MessageOps
+from gateway.store.queue_ops import QueueOps
+from gateway.store.search_ops import SearchOps
+from gateway.store.session_ops import SessionOps
+from gateway.store.usage_ops import UsageOps
+
+
+class Store(SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps):
+    """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
+
+
+__all__ = ["Store"]
+
+
+def _conforms(store: Store) -> ConversationStore:
+    return store  # mypy proves Store satisfies the agent's storage protocol

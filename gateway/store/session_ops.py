@@ -1,0 +1,155 @@
+"""Sessions: one row per conversation, at most one current (not ended) per key."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import case, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.exc import StaleDataError
+
+from agent.errors import NotFound, StoreError
+from agent.types import ContextState
+from gateway.store.base import CONFLICT_RETRIES, Repo
+from gateway.store.columns import clean_json, utcnow
+from gateway.store.convert import state_from_json, state_to_json, to_session, to_session_summary
+from gateway.store.models import SessionRow, compactions, messages, sessions
+from gateway.store.records import SessionInfo, SessionSummary
+
+
+class SessionOps(Repo):
+    async def get_or_create_session(
+        self,
+        key: str,
+        *,
+        platform: str,
+        chat_id: str,
+        thread_id: str | None = None,
+        user_id: str | None = None,
+        system_prompt: str,
+        model: str,
+    ) -> SessionInfo:
+        """The current session for ``key``, created (with this frozen system prompt) if there is none."""
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                async with self._tx() as s:
+                    row = await s.scalar(
+                        select(SessionRow).where(SessionRow.key == key, SessionRow.ended_at.is_(None))
+                    )
+                    if row is None:
+                        now = utcnow()
+                        row = SessionRow(
+                            id=uuid.uuid4().hex,
+                            key=key,
+                            platform=platform,
+                            chat_id=chat_id,
+                            thread_id=thread_id,
+                            user_id=user_id,
+                            system_prompt=system_prompt.replace("\x00", ""),
+                            model=model,
+                            created_at=now,
+                            last_activity_at=now,
+                            compaction_count=0,
+                        )
+                        s.add(row)
+                        await s.flush()
+                    return to_session(row)
+            except IntegrityError:
+                continue  # another worker created it first: read theirs
+        raise StoreError(f"could not create a session for {key!r}")
+
+    async def current_session(self, key: str) -> SessionInfo | None:
+        async with self._tx(write=False) as s:
+            row = await s.scalar(
+                select(SessionRow).where(SessionRow.key == key, SessionRow.ended_at.is_(None))
+            )
+            return None if row is None else to_session(row)
+
+    async def get_session(self, session_id: str) -> SessionInfo:
+        async with self._tx(write=False) as s:
+            row = await s.get(SessionRow, session_id)
+            if row is None:
+                raise NotFound(f"no session {session_id}")
+            return to_session(row)
+
+    async def _update_session(self, session_id: str, change: Callable[[SessionRow], None]) -> SessionInfo:
+        """Read-modify-write under optimistic locking (``version``), retried on a lost race."""
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                async with self._tx() as s:
+                    row = await s.get(SessionRow, session_id)
+                    if row is None:
+                        raise NotFound(f"no session {session_id}")
+                    change(row)
+                    await s.flush()
+                    return to_session(row)
+            except StaleDataError:
+                continue
+        raise StoreError(f"session {session_id} kept changing under us")
+
+    async def end_session(self, session_id: str, reason: str) -> None:
+        """Mark the session ended (a later message for its key starts a new one). Idempotent."""
+
+        def change(row: SessionRow) -> None:
+            if row.ended_at is None:
+                row.ended_at = utcnow()
+                row.end_reason = reason
+
+        await self._update_session(session_id, change)
+
+    async def touch_session(self, session_id: str, at: datetime) -> None:
+        def change(row: SessionRow) -> None:
+            row.last_activity_at = at
+
+        await self._update_session(session_id, change)
+
+    async def list_sessions(
+        self, *, limit: int = 50, offset: int = 0, platform: str | None = None, include_ended: bool = True
+    ) -> list[SessionSummary]:
+        """Sessions, most recently active first, with their message and compaction counts."""
+        m, c = messages.alias("m"), compactions.alias("c")
+        active = select(func.count()).where(m.c.session_id == sessions.c.id, m.c.active).scalar_subquery()
+        archived = (
+            select(func.count()).where(m.c.session_id == sessions.c.id, m.c.compacted).scalar_subquery()
+        )
+        count_c = select(func.count()).where(c.c.session_id == sessions.c.id).scalar_subquery()
+        stmt = select(SessionRow, active.label("a"), archived.label("b"), count_c.label("c"))
+        if platform is not None:
+            stmt = stmt.where(SessionRow.platform == platform)
+        if not include_ended:
+            stmt = stmt.where(SessionRow.ended_at.is_(None))
+        stmt = stmt.order_by(SessionRow.last_activity_at.desc(), SessionRow.id).limit(limit).offset(offset)
+        async with self._tx(write=False) as s:
+            result = await s.execute(stmt)
+            return [to_session_summary(row, active=a, archived=b, compactions=n) for row, a, b, n in result]
+
+    async def message_counts(self, session_id: str) -> tuple[int, int]:
+        """(active, archived) message counts of the session."""
+        stmt = select(
+            func.coalesce(func.sum(case((messages.c.active, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((messages.c.compacted, 1), else_=0)), 0),
+        ).where(messages.c.session_id == session_id)
+        async with self._tx(write=False) as s:
+            active, archived = (await s.execute(stmt)).one()
+            return int(active), int(archived)
+
+    async def load_context_state(self, session_id: str) -> ContextState:
+        async with self._tx(write=False) as s:
+            data = (
+                await s.execute(select(sessions.c.context_state).where(sessions.c.id == session_id))
+            ).one_or_none()
+            if data is None:
+                raise NotFound(f"no session {session_id}")
+            return state_from_json(data[0])
+
+    async def save_context_state(self, session_id: str, state: ContextState) -> None:
+        payload = clean_json(state_to_json(state))
+
+        def change(row: SessionRow) -> None:
+            row.context_state = payload
+            row.last_prompt_tokens = state.last_prompt_tokens
+            row.last_prompt_at = state.last_prompt_at
+
+        await self._update_session(session_id, change)

@@ -1,0 +1,144 @@
+"""Full-text search on both engines: archived rows, filters, highlights, hostile input."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import inspect
+
+from agent.types import ChatMessage, SearchFilters
+from gateway.store.repository import Store
+from tests.store.helpers import append_turns, new_session, summary_plan
+
+ALL = SearchFilters()
+
+
+async def test_finds_words_that_exist_only_in_archived_rows(store: Store) -> None:
+    sid = await new_session(store)
+    await store.append_message(sid, ChatMessage.user("we met at the zanzibar conference"))
+    msgs = await append_turns(store, sid, 4)
+    await store.archive_and_summarize(
+        sid, summary_plan([*(await store.load_active(sid))[:3]], "talked a lot")
+    )
+    assert not any("zanzibar" in m.text for m in await store.load_active(sid))
+
+    [hit] = await store.search("zanzibar", ALL)
+    assert (hit.active, hit.compacted, hit.session_id) == (False, True, sid)
+    assert hit.compaction_id is not None
+    assert await store.search("zanzibar", SearchFilters(state="active")) == []
+    assert [h.message_id for h in await store.search("zanzibar", SearchFilters(state="archived"))] == [
+        hit.message_id
+    ]
+    assert msgs  # the tail stays active
+
+
+async def test_snippet_marks_matches_with_brackets(store: Store) -> None:
+    sid = await new_session(store)
+    await store.append_message(sid, ChatMessage.user("The quick brown fox jumps over the lazy dog"))
+    [hit] = await store.search("fox", ALL)
+    assert "[fox]" in hit.snippet
+
+
+async def test_phrase_prefix_and_exclusion(store: Store) -> None:
+    sid = await new_session(store)
+    a = await store.append_message(sid, ChatMessage.user("deploy the staging cluster tonight"))
+    b = await store.append_message(sid, ChatMessage.user("the cluster staging area is full"))
+    c = await store.append_message(sid, ChatMessage.user("deployment of production went fine"))
+
+    assert {h.message_id for h in await store.search('"staging cluster"', ALL)} == {a.id}
+    assert {h.message_id for h in await store.search("deploy*", ALL)} == {a.id, c.id}
+    assert {h.message_id for h in await store.search("cluster -tonight", ALL)} == {b.id}
+    assert {h.message_id for h in await store.search('cluster -"staging cluster"', ALL)} == {b.id}
+
+
+async def test_ranks_the_better_match_first(store: Store) -> None:
+    sid = await new_session(store)
+    await store.append_message(sid, ChatMessage.user("apple " + "filler " * 40))
+    best = await store.append_message(sid, ChatMessage.user("apple apple apple pie"))
+    hits = await store.search("apple", ALL)
+    assert hits[0].message_id == best.id and hits[0].rank >= hits[1].rank
+
+
+async def test_filters_by_platform_chat_session_user_and_time(store: Store) -> None:
+    tg = await new_session(store, "telegram:1", platform="telegram", chat_id="1")
+    dc = await new_session(store, "discord:9", platform="discord", chat_id="9")
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    old = await store.append_message(tg, ChatMessage.user("marmalade", author_id="u1", created_at=t0))
+    new = await store.append_message(
+        tg, ChatMessage.user("marmalade", author_id="u2", created_at=t0 + timedelta(days=2))
+    )
+    other = await store.append_message(dc, ChatMessage.user("marmalade", author_id="u1", created_at=t0))
+
+    async def found(**kw: object) -> set[int | None]:
+        return {h.message_id for h in await store.search("marmalade", SearchFilters(**kw))}  # type: ignore[arg-type]
+
+    assert await found() == {old.id, new.id, other.id}
+    assert await found(platform="discord") == {other.id}
+    assert await found(chat_id="1") == {old.id, new.id}
+    assert await found(session_id=tg) == {old.id, new.id}
+    assert await found(user_id="u1") == {old.id, other.id}
+    assert await found(since=t0 + timedelta(days=1)) == {new.id}
+    assert await found(until=t0 + timedelta(days=1)) == {old.id, other.id}
+
+
+async def test_limit_and_offset_page_through_hits(store: Store) -> None:
+    sid = await new_session(store)
+    for i in range(5):
+        await store.append_message(sid, ChatMessage.user(f"kiwi number {i}"))
+    first, rest = (
+        await store.search("kiwi", ALL, limit=2),
+        await store.search("kiwi", ALL, limit=10, offset=2),
+    )
+    assert len(first) == 2 and len(rest) == 3
+    assert not {h.message_id for h in first} & {h.message_id for h in rest}
+
+
+async def test_diacritics_and_case_are_ignored_on_sqlite(store: Store) -> None:
+    if store.db.dialect != "sqlite":
+        pytest.skip("PostgreSQL's 'simple' configuration keeps accents")
+    sid = await new_session(store)
+    m = await store.append_message(sid, ChatMessage.user("Un Café au lait"))
+    assert [h.message_id for h in await store.search("cafe", ALL)] == [m.id]
+
+
+HOSTILE = [
+    '"',
+    '""',
+    "AND OR NOT",
+    "*",
+    "NEAR(",
+    "'; DROP TABLE messages; --",
+    "\U0001f600" * 2500,  # 10 KB of emoji
+    "\x00",
+    "ab\x00cd",
+    "-",
+    "-*",
+    "(",
+    ")",
+    "^",
+    ":",
+    "col:value",
+    "\\",
+    "!()&|<->",
+    "''",
+    "%_",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))
+async def test_hostile_queries_return_a_clean_empty_result(store: Store, query: str) -> None:
+    sid = await new_session(store)
+    await store.append_message(sid, ChatMessage.user("an ordinary message about nothing in particular"))
+    assert await store.search(query, ALL) == []
+    assert len(await store.load_active(sid)) == 1
+    async with store.db.engine.connect() as conn:
+        tables = await conn.run_sync(lambda c: inspect(c).get_table_names())
+    assert "messages" in tables
+
+
+async def test_operator_words_are_searched_literally(store: Store) -> None:
+    sid = await new_session(store)
+    m = await store.append_message(sid, ChatMessage.user("this AND that, OR else NOT near"))
+    assert [h.message_id for h in await store.search("AND OR NOT", ALL)] == [m.id]
+    assert [h.message_id for h in await store.search("NEAR(", ALL)] == [m.id]
