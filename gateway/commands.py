@@ -1,0 +1,233 @@
+"""Chat commands: ``/new``, ``/compact [focus]``, ``/context``, ``/usage``, ``/status``, ``/stop``, ``/help``,
+and the admin-only ``/restore``.
+
+Commands are stored in the inbox like any message but never reach the model. ``/stop`` acts
+at intake (it must not wait behind the turn it stops); the others run in the session's
+order, between turns. Every handler returns the one reply text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from agent.compaction import compact
+from agent.context_engine import ContextEngine
+from agent.errors import CompressionError, LLMError, NotFound
+from agent.settings import CompressionSettings
+from agent.tokens import estimate_tokens
+from agent.types import AgentSession, ChatMessage, ContextState
+from gateway.store.records import SessionInfo
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+HELP: dict[str, str] = {
+    "new": "start a fresh conversation (the current one stays searchable)",
+    "compact": "summarize the older part of this conversation now (/compact budget: focus on the budget)",
+    "context": "how full the model's window is: system, memory, summary, history, tools, free",
+    "usage": "tokens, cache hit rate and cost of this conversation",
+    "status": "model, age, messages, compactions",
+    "stop": "stop the answer in progress",
+    "help": "this list",
+}
+ADMIN_HELP: dict[str, str] = {"restore": "undo the latest compaction of this conversation"}
+ALIASES = {"start": "help"}
+IMMEDIATE = frozenset({"stop"})
+BAR_WIDTH = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    args: str
+
+
+def parse_command(text: str) -> Command | None:
+    """``/name[@bot] args`` for a command we know; anything else is a message for the model."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or len(stripped) < 2:
+        return None
+    head, _, args = stripped[1:].partition(" ")
+    name = head.split("@", 1)[0].lower()
+    name = ALIASES.get(name, name)
+    if name not in HELP and name not in ADMIN_HELP:
+        return None
+    return Command(name, args.strip())
+
+
+@dataclass(slots=True)
+class CommandContext:
+    """What a command may look at or change: the session, its store, the engine."""
+
+    store: Store
+    engine: ContextEngine
+    compression: CompressionSettings
+    session: AgentSession
+    info: SessionInfo
+    is_admin: bool
+    tool_tokens: int = 0
+    memory_tokens: int = 0
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+
+Handler = Callable[[CommandContext, str], Awaitable[str]]
+
+
+async def run_command(ctx: CommandContext, command: Command) -> str:
+    """Run ``command`` (never ``/stop``: the gateway handles it) and return the reply text."""
+    if command.name in ADMIN_HELP and not ctx.is_admin:
+        return f"/{command.name} is for admins only."
+    handler = _HANDLERS.get(command.name)
+    if handler is None:
+        return f"/{command.name} is handled elsewhere."
+    return await handler(ctx, command.args)
+
+
+async def _new(ctx: CommandContext, _: str) -> str:
+    await ctx.store.end_session(ctx.info.id, "new")
+    return "Started a new conversation. The previous one is kept and still searchable."
+
+
+async def _compact(ctx: CommandContext, focus: str) -> str:
+    try:
+        result = await compact(ctx.engine, ctx.store, ctx.session, trigger="manual", focus=focus or None)
+    except (CompressionError, LLMError) as exc:
+        _log.warning("manual compaction failed: %s", exc, extra={"session": ctx.session.id})
+        return "I couldn't summarize the conversation right now; nothing was changed. Try again in a while."
+    if result.record is None:
+        reason = result.outcome.reason or "nothing to compact yet"
+        return f"Nothing was compacted ({reason})."
+    record = result.record
+    summaries = sum(1 for m in result.messages if m.kind == "summary")
+    focus_note = f", focused on “{focus}”" if focus else ""
+    return (
+        f"Compacted {record.messages_archived} messages -> {summaries} summary + "
+        f"{len(result.messages) - summaries} "
+        f"({record.tokens_before:,} -> {record.tokens_after:,} tokens{focus_note})."
+    )
+
+
+def context_breakdown(
+    session: AgentSession,
+    messages: list[ChatMessage],
+    state: ContextState,
+    *,
+    tool_tokens: int,
+    memory_tokens: int,
+) -> list[tuple[str, int]]:
+    """(part, tokens) for system, memory, summary, history, tools and free, in the window's units."""
+    system = estimate_tokens(session.system_prompt, state)
+    summary = estimate_tokens([m for m in messages if m.kind == "summary"], state)
+    history = estimate_tokens([m for m in messages if m.kind != "summary"], state)
+    used = system + memory_tokens + summary + history + tool_tokens
+    free = max(0, session.context_window - used)
+    return [
+        ("system", system),
+        ("memory", memory_tokens),
+        ("summary", summary),
+        ("history", history),
+        ("tools", tool_tokens),
+        ("free", free),
+    ]
+
+
+def render_bars(parts: list[tuple[str, int]], window: int) -> str:
+    """A text bar chart, one row per part: ``history  ████████░░░  12,345  6.2%``."""
+    used = sum(tokens for name, tokens in parts if name != "free")
+    lines = [f"Context: {used:,} of {window:,} tokens ({100 * used / window:.1f}%)"]
+    for name, tokens in parts:
+        share = tokens / window if window else 0.0
+        filled = min(BAR_WIDTH, round(share * BAR_WIDTH))
+        if tokens and not filled:
+            filled = 1
+        bar = "█" * filled + "░" * (BAR_WIDTH - filled)
+        lines.append(f"{name:<8} {bar} {tokens:>9,} {100 * share:5.1f}%")
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+async def _context(ctx: CommandContext, _: str) -> str:
+    messages = await ctx.store.load_active(ctx.session.id)
+    state = await ctx.store.load_context_state(ctx.session.id)
+    parts = context_breakdown(
+        ctx.session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
+    )
+    chart = render_bars(parts, ctx.session.context_window)
+    if state.last_prompt_tokens is not None:
+        chart += f"\nLast prompt as counted by the API: {state.last_prompt_tokens:,} tokens."
+    return chart
+
+
+async def _usage(ctx: CommandContext, _: str) -> str:
+    usage = await ctx.store.usage_summary(ctx.session.id)
+    prompt = usage.input + usage.cache_write + usage.cache_read
+    hit_rate = 100 * usage.cache_read / prompt if prompt else 0.0
+    return (
+        f"This conversation: {usage.calls:,} model calls, {prompt:,} prompt tokens "
+        f"({usage.cache_read:,} read from cache: {hit_rate:.0f}% hit rate; {usage.cache_write:,} written), "
+        f"{usage.output:,} output tokens, cost ${usage.cost_usd:.4f}."
+    )
+
+
+async def _status(ctx: CommandContext, _: str) -> str:
+    active, archived = await ctx.store.message_counts(ctx.session.id)
+    compactions = await ctx.store.list_compactions(ctx.session.id)
+    age = _age(ctx.clock() - ctx.info.created_at)
+    lines = [
+        f"Model: {ctx.session.model} (window {ctx.session.context_window:,} tokens)",
+        f"Conversation started {age} ago",
+        f"Messages: {active:,} active, {archived:,} archived",
+        f"Compactions: {len(compactions)}",
+    ]
+    if compactions:
+        last = compactions[-1]
+        when = last.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        restored = " (undone)" if last.restored_at else ""
+        lines.append(
+            f"Last compaction: {when}, {last.trigger}, {last.messages_archived} messages, "
+            f"{last.tokens_before:,} -> {last.tokens_after:,} tokens{restored}"
+        )
+    return "\n".join(lines)
+
+
+async def _help(ctx: CommandContext, _: str) -> str:
+    entries = dict(HELP)
+    if ctx.is_admin:
+        entries.update(ADMIN_HELP)
+    return "Commands:\n" + "\n".join(f"/{name} — {text}" for name, text in entries.items())
+
+
+async def _restore(ctx: CommandContext, _: str) -> str:
+    try:
+        record = await ctx.store.restore_latest_compaction(ctx.session.id)
+    except NotFound:
+        return "There is no compaction to undo."
+    await ctx.store.audit(
+        "restore", platform=ctx.session.platform, user_id=None, detail=f"{ctx.session.id} {record.id}"
+    )
+    return (
+        f"Undid the latest compaction ({record.trigger}): "
+        f"{record.messages_archived} messages are active again."
+    )
+
+
+def _age(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 3600:
+        return f"{max(1, seconds // 60)} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
+
+
+_HANDLERS: dict[str, Handler] = {
+    "new": _new,
+    "compact": _compact,
+    "context": _context,
+    "usage": _usage,
+    "status": _status,
+    "help": _help,
+    "restore": _restore,
+}

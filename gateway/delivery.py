@@ -1,0 +1,208 @@
+"""The outbox worker: sends stored replies, split to each platform's limit, with retry and backoff.
+
+A reply is in SQL (``outbox``) before it is sent; this worker picks due rows, splits the
+text with the shared splitter, sends the parts in order and records the platform ids.
+A transient :class:`AdapterError` is retried with exponential backoff; after
+``max_attempts`` the row is marked failed and logged. Delivery is at-least-once at the
+platform boundary: a crash between a send and its record may repeat that one message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agent.errors import AdapterError
+from gateway.platforms.base import OutboundTarget, PlatformAdapter
+from gateway.splitter import split_message
+from gateway.store.records import OutboxRecord
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def target_to_dict(target: OutboundTarget) -> dict[str, Any]:
+    return {
+        "platform": target.platform,
+        "chat_id": target.chat_id,
+        "thread_id": target.thread_id,
+        "reply_to_message_id": target.reply_to_message_id,
+    }
+
+
+def target_from_dict(data: Mapping[str, Any]) -> OutboundTarget:
+    def opt(name: str) -> str | None:
+        value = data.get(name)
+        return None if value is None else str(value)
+
+    return OutboundTarget(
+        platform=str(data["platform"]),
+        chat_id=str(data["chat_id"]),
+        thread_id=opt("thread_id"),
+        reply_to_message_id=opt("reply_to_message_id"),
+    )
+
+
+class Delivery:
+    """Sends due outbox rows; ``notify()`` wakes it, otherwise it polls every ``poll_seconds``."""
+
+    def __init__(
+        self,
+        store: Store,
+        adapters: Mapping[str, PlatformAdapter],
+        *,
+        max_attempts: int = 6,
+        base_delay: float = 2.0,
+        max_delay: float = 600.0,
+        poll_seconds: float = 2.0,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._store = store
+        self._adapters = adapters
+        self._max_attempts = max_attempts
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+        self._poll = poll_seconds
+        self._clock = clock
+        self._wake = asyncio.Event()
+        self._round = asyncio.Lock()  # one round at a time, or a due row could be sent twice
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        # Parts already sent of a row whose later part failed: a retry in this process resumes there.
+        self._progress: dict[int, list[str]] = {}
+
+    # lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._task is None:
+            self._stopping = False
+            self._task = asyncio.create_task(self._run(), name="outbox-delivery")
+
+    async def stop(self, *, within: float = 5.0) -> None:
+        """Finish the round in progress (bounded by ``within`` seconds), then stop."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(task, within)
+        except TimeoutError:
+            _log.warning("delivery did not finish within %.1fs; pending replies stay in the outbox", within)
+
+    def notify(self) -> None:
+        """A new row is due: deliver it now rather than at the next poll."""
+        self._wake.set()
+
+    # work --------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:  # the one place a delivery round fails: log it, try again next poll
+                _log.exception("delivery round failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._poll)
+        # One last round so replies produced during shutdown go out.
+        with contextlib.suppress(Exception):
+            await self.flush()
+
+    async def flush(self) -> int:
+        """Deliver every due row once (in order per chat, chats concurrently); returns how many were due."""
+        async with self._round:
+            rows = await self._store.outbox_due(self._clock(), limit=200)
+            by_chat: dict[tuple[str, str], list[OutboxRecord]] = {}
+            for row in rows:
+                target = row.target
+                by_chat.setdefault((str(target.get("platform")), str(target.get("chat_id"))), []).append(row)
+            await asyncio.gather(*(self._deliver_chat(chat_rows) for chat_rows in by_chat.values()))
+            return len(rows)
+
+    async def _deliver_chat(self, rows: list[OutboxRecord]) -> None:
+        for row in rows:
+            await self.deliver(row)
+
+    async def deliver(self, row: OutboxRecord) -> bool:
+        """Send one row; True when it is now sent."""
+        target = target_from_dict(row.target)
+        adapter = self._adapters.get(target.platform)
+        if adapter is None:
+            # The platform is not running in this process: look again later without counting a failure.
+            later = self._clock() + timedelta(seconds=self._max_delay)
+            await self._store.outbox_mark_retry(
+                row.id, next_attempt_at=later, error=f"platform {target.platform} not running"
+            )
+            return False
+        parts = split_message(row.text, adapter.text_limit, measure=adapter.measure)
+        sent = self._progress.setdefault(row.id, [])
+        try:
+            for index in range(len(sent), len(parts)):
+                part_target = target if index == 0 else _without_reply(target)
+                ids = await adapter.send(part_target, parts[index])
+                sent.append(",".join(ids))
+        except AdapterError as exc:
+            await self._failed(row, exc)
+            return False
+        self._progress.pop(row.id, None)
+        await self._store.outbox_mark_sent(row.id, [i for i in sent if i])
+        return True
+
+    async def _failed(self, row: OutboxRecord, exc: AdapterError) -> None:
+        attempts = row.attempts + 1
+        if attempts >= self._max_attempts:
+            self._progress.pop(row.id, None)
+            await self._store.outbox_mark_failed(row.id, str(exc))
+            _log.error(
+                "giving up on a reply after %d attempts: %s",
+                attempts,
+                exc,
+                extra={"outbox_id": row.id, "platform": row.target.get("platform")},
+            )
+            return
+        delay = min(self._max_delay, self._base_delay * 2 ** (attempts - 1))
+        retry_after = getattr(exc, "retry_after", None)
+        if isinstance(retry_after, int | float) and retry_after > delay:
+            delay = float(retry_after)
+        await self._store.outbox_mark_retry(
+            row.id, next_attempt_at=self._clock() + timedelta(seconds=delay), error=str(exc)
+        )
+        _log.warning(
+            "send failed (attempt %d), retrying in %.1fs: %s",
+            attempts,
+            delay,
+            exc,
+            extra={"outbox_id": row.id, "platform": row.target.get("platform")},
+        )
+
+    async def typing(self, target: OutboundTarget) -> None:
+        """Show a typing indicator; best effort."""
+        adapter = self._adapters.get(target.platform)
+        if adapter is None:
+            return
+        try:
+            await adapter.send_typing(target)
+        except AdapterError as exc:
+            _log.debug("typing indicator failed: %s", exc, extra={"platform": target.platform})
+
+    async def send_direct(self, target: OutboundTarget, text: str) -> None:
+        """Best-effort send that is not a reply (a refusal to a stranger): not stored, not retried."""
+        adapter = self._adapters.get(target.platform)
+        if adapter is None:
+            return
+        try:
+            for part in split_message(text, adapter.text_limit, measure=adapter.measure):
+                await adapter.send(target, part)
+        except AdapterError as exc:
+            _log.info("direct send failed: %s", exc, extra={"platform": target.platform})
+
+
+def _without_reply(target: OutboundTarget) -> OutboundTarget:
+    return OutboundTarget(target.platform, target.chat_id, target.thread_id, None)

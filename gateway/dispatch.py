@@ -1,0 +1,513 @@
+"""The Gateway: durable intake, one turn at a time per session, busy mode, exactly-once replies.
+
+Intake (the adapters' :data:`InboundHandler`) checks authorization, cleans the text, commits
+the message to the inbox and schedules the session; the adapter acknowledges after that.
+A per-session worker then claims the session's pending items, appends them to the
+conversation, runs hygiene and the agent turn, and queues the reply in the outbox.
+
+Exactly-once: an item is marked done only once its reply is in the outbox. Re-serving an
+item (after a crash or a restart) appends it once (idempotent on its platform message id)
+and does not answer it again when an outbox row or a final assistant message already
+answers it. Messages arriving during a turn wait for the next turn (``queue``) or cancel
+the running one so that one new turn sees them all (``interrupt``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import os
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from agent.context_engine import ContextEngine
+from agent.errors import LLMError, StoreError
+from agent.loop import AgentLoop, TurnResult
+from agent.types import AgentSession, ChatMessage
+from gateway.auth import REFUSAL_TEXT, Authorizer
+from gateway.commands import IMMEDIATE, Command, CommandContext, parse_command, run_command
+from gateway.config import Settings
+from gateway.delivery import Delivery, target_to_dict
+from gateway.failures import GAVE_UP, classify
+from gateway.hygiene import run_hygiene
+from gateway.inbound import clean_text, inbox_payload, payload_text, truncation_note, user_message
+from gateway.platforms.base import InboundMessage, OutboundTarget
+from gateway.sessions import SessionDirectory, SessionLocks, session_key
+from gateway.store.records import InboxRecord, SessionInfo
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 300.0
+TYPING_EVERY_SECONDS = 4.0
+RETRY_DELAYS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+WORKER_ERROR_DELAY = 5.0
+
+EMPTY_REPLY = "(I have nothing to add.)"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class _Outcome(enum.Enum):
+    DONE = "done"
+    REQUEUE = "requeue"  # interrupted: serve these again now, with whatever arrived
+    RETRY_LATER = "retry_later"  # the model is unavailable: try again after a delay
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """An addressed inbox item already appended to the conversation as ``message``."""
+
+    item: InboxRecord
+    message: ChatMessage
+
+
+class Gateway:
+    """Intake plus per-session serving; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        agent: AgentLoop,
+        engine: ContextEngine,
+        delivery: Delivery,
+        directory: SessionDirectory,
+        tools: list[dict[str, Any]] | None = None,
+        tool_tokens: int = 0,
+        lease_seconds: float = LEASE_SECONDS,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
+        worker_id: str | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._agent = agent
+        self._engine = engine
+        self._delivery = delivery
+        self._directory = directory
+        self._auth = Authorizer(settings)
+        self._locks = SessionLocks()
+        self._tools = tools or []
+        self._tool_tokens = tool_tokens
+        self._lease = lease_seconds
+        self._retry_delays = tuple(retry_delays)
+        self._worker_id = worker_id or default_worker_id()
+        self._clock = clock
+        self._accepting = False
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._dirty: set[str] = set()
+        self._carry: dict[str, list[InboxRecord]] = {}
+        self._turns: dict[str, asyncio.Task[TurnResult]] = {}
+        self._cancel_reason: dict[str, str] = {}
+        self._stopped: set[str] = set()
+        self._retries: dict[str, int] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Accept messages and serve what a previous run left: pending or lease-expired inbox items."""
+        self._accepting = True
+        for key in await self._store.inbox_pending_keys():
+            self._kick(key)
+        self._delivery.notify()
+
+    async def stop(self, grace: float) -> None:
+        """Stop serving new turns; let running ones finish for ``grace`` seconds, then cancel them.
+
+        Whatever is cancelled stays in the inbox and is served again on the next start.
+        """
+        self._accepting = False
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        workers = list(self._workers.values())
+        if not workers:
+            return
+        _done, late = await asyncio.wait(workers, timeout=grace)
+        for task in late:
+            task.cancel()
+        if late:
+            _log.warning("%d turn(s) did not finish within %.0fs; they resume on restart", len(late), grace)
+            await asyncio.gather(*late, return_exceptions=True)
+
+    async def wait_idle(self) -> None:
+        """Until no session has work in progress (tests and the console's pipe mode use it)."""
+        await self._idle.wait()
+
+    @property
+    def busy_keys(self) -> list[str]:
+        return list(self._workers)
+
+    # intake ------------------------------------------------------------------------------
+    async def intake(self, msg: InboundMessage) -> None:
+        """Authorize, clean, commit to the inbox, schedule the session; return (the adapter acks)."""
+        if not self._auth.is_allowed(msg.platform, msg.user_id):
+            await self._refuse(msg)
+            return
+        cleaned = clean_text(msg.text, self._settings.sessions.max_inbound_chars)
+        key = session_key(msg, self._settings.sessions)
+        inbox_id, created = await self._store.inbox_put(
+            platform=msg.platform,
+            chat_id=msg.chat_id,
+            platform_message_id=msg.platform_message_id,
+            session_key=key,
+            payload=inbox_payload(msg, cleaned),
+            addressed=msg.addressed,
+        )
+        log_fields = {"platform": msg.platform, "key": key, "inbox_id": inbox_id}
+        if not created:
+            _log.info("duplicate delivery of a message; stored once", extra=log_fields)
+            return
+        _log.debug("message received", extra=log_fields)
+        command = parse_command(cleaned.text) if msg.addressed else None
+        running = key in self._turns
+        if command is not None and command.name in IMMEDIATE:
+            if running:
+                self._cancel_turn(key, "stop")
+        elif (
+            msg.addressed and running and command is None and self._settings.sessions.busy_mode == "interrupt"
+        ):
+            self._cancel_turn(key, "interrupt")
+        self._kick(key)
+
+    async def _refuse(self, msg: InboundMessage) -> None:
+        if not msg.addressed or not self._auth.should_notify_refusal(msg.platform, msg.user_id):
+            return
+        await self._store.audit(
+            "refused", platform=msg.platform, user_id=msg.user_id, detail=f"chat {msg.chat_id}"
+        )
+        _log.info("refused a message from a user not on the allow list", extra={"platform": msg.platform})
+        target = OutboundTarget(msg.platform, msg.chat_id, msg.thread_id, msg.platform_message_id)
+        await self._delivery.send_direct(target, REFUSAL_TEXT)
+
+    def _cancel_turn(self, key: str, reason: str) -> None:
+        task = self._turns.get(key)
+        if task is not None and not task.done():
+            self._cancel_reason[key] = reason
+            task.cancel()
+
+    # per-session workers -----------------------------------------------------------------
+    def _kick(self, key: str) -> None:
+        self._dirty.add(key)
+        if key in self._workers or not self._accepting:
+            return
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._idle.clear()
+        self._workers[key] = asyncio.create_task(self._work(key), name=f"session {key}")
+
+    def _kick_later(self, key: str, delay: float) -> None:
+        if self._accepting and key not in self._timers:
+            self._idle.clear()
+            self._timers[key] = asyncio.get_running_loop().call_later(delay, self._timer_fired, key)
+
+    def _timer_fired(self, key: str) -> None:
+        self._timers.pop(key, None)
+        self._kick(key)
+        self._update_idle()
+
+    def _update_idle(self) -> None:
+        if not self._workers and not self._timers:
+            self._idle.set()
+
+    async def _work(self, key: str) -> None:
+        retry_in: float | None = None
+        try:
+            async with self._locks.hold(key):
+                retry_in = await self._drain(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the one place a session's serving fails: log it, keep the items, try later
+            _log.exception("serving a session failed; its messages stay in the inbox", extra={"key": key})
+            retry_in = WORKER_ERROR_DELAY
+        finally:
+            self._workers.pop(key, None)
+            if retry_in is not None:
+                self._kick_later(key, retry_in)
+            elif key in self._dirty and self._accepting:
+                self._kick(key)
+            self._update_idle()
+
+    async def _drain(self, key: str) -> float | None:
+        """Serve the session until nothing is pending; returns a delay when it must come back later."""
+        while self._accepting:
+            self._dirty.discard(key)
+            carried = self._carry.pop(key, [])
+            claimed = await self._store.inbox_claim(
+                worker=self._worker_id, lease_seconds=self._lease, session_key=key
+            )
+            seen = {item.id for item in carried}
+            items = sorted(carried + [i for i in claimed if i.id not in seen], key=lambda i: i.id)
+            if not items:
+                if key in self._dirty:
+                    continue
+                return None
+            outcome, rest = await self._serve(key, items)
+            if outcome is _Outcome.RETRY_LATER:
+                self._carry[key] = rest
+                attempt = max(1, self._retries.get(key, 1))
+                return self._retry_delays[min(attempt, len(self._retry_delays)) - 1]
+            if outcome is _Outcome.REQUEUE:
+                self._carry[key] = rest
+        return None
+
+    async def _serve(self, key: str, items: list[InboxRecord]) -> tuple[_Outcome, list[InboxRecord]]:
+        """Commands in order between runs of ordinary messages; returns what is left to serve."""
+        segment: list[InboxRecord] = []
+        for index, item in enumerate(items):
+            command = parse_command(payload_text(item)) if item.addressed else None
+            if command is None:
+                segment.append(item)
+                continue
+            if segment:
+                outcome = await self._serve_messages(key, segment)
+                if outcome is not _Outcome.DONE:
+                    return outcome, segment + items[index:]
+                segment = []
+            await self._serve_command(key, item, command)
+        if segment:
+            outcome = await self._serve_messages(key, segment)
+            if outcome is not _Outcome.DONE:
+                return outcome, segment
+        return _Outcome.DONE, []
+
+    # messages ----------------------------------------------------------------------------
+    async def _serve_messages(self, key: str, items: list[InboxRecord]) -> _Outcome:
+        info = await self._directory.current(key, items[0])
+        session = self._directory.agent_session(info)
+        addressed: list[_Pending] = []
+        for item in items:
+            message = await self._store.append_message(session.id, user_message(item))
+            if item.addressed:
+                addressed.append(_Pending(item, message))
+            else:
+                await self._store.inbox_mark([item.id], "done", message_id=message.id)
+        await self._store.touch_session(session.id, self._clock())
+        if not addressed:
+            return _Outcome.DONE
+        pending = await self._unanswered(session, addressed)
+        if not pending:
+            return _Outcome.DONE
+        target = _reply_target(pending[-1].item)
+        for p in pending:
+            truncated_from = p.item.payload.get("truncated_from")
+            if truncated_from and self._retries.get(key, 0) == 0:
+                kept = len(payload_text(p.item))
+                await self._notice(session.id, _no_reply(target), truncation_note(kept, int(truncated_from)))
+        return await self._answer(key, session, pending, target)
+
+    async def _unanswered(self, session: AgentSession, addressed: list[_Pending]) -> list[_Pending]:
+        """Drop items already answered (after a crash): by an outbox row, or by a final assistant message."""
+        pending: list[_Pending] = []
+        for p in addressed:
+            if await self._store.outbox_for_inbox(p.item.id) is not None:
+                await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
+            else:
+                pending.append(p)
+        if not pending:
+            return []
+        by_message = {p.message.id: p for p in pending}
+        first_seq = min(p.message.seq or 0 for p in pending)
+        waiting: list[_Pending] = []
+        answered: list[tuple[list[_Pending], ChatMessage]] = []
+        for row in await self._store.messages_after(session.id, first_seq - 1):
+            if row.id in by_message:
+                waiting.append(by_message[row.id])
+            elif waiting and _is_final_reply(row):
+                answered.append((waiting, row))
+                waiting = []
+        done: set[int] = set()
+        for group, reply in answered:
+            _log.info("reply found in the conversation; queueing it", extra={"session": session.id})
+            await self._reply(session.id, group, _reply_target(group[-1].item), reply.text, reply.id)
+            done.update(p.item.id for p in group)
+        return [p for p in pending if p.item.id not in done]
+
+    async def _answer(
+        self, key: str, session: AgentSession, pending: list[_Pending], target: OutboundTarget
+    ) -> _Outcome:
+        history = await self._store.load_active(session.id)
+        report = await run_hygiene(
+            self._engine,
+            self._store,
+            session,
+            self._settings.compression,
+            messages=history,
+            tools=self._tools,
+        )
+        notice = report.notice() if self._settings.sessions.hygiene_notice else None
+        if notice:
+            await self._notice(session.id, _no_reply(target), notice)
+        turn: asyncio.Task[TurnResult] = asyncio.create_task(
+            self._agent.run_turn(session, history=report.messages)
+        )
+        self._turns[key] = turn
+        typing = asyncio.create_task(self._keep_typing(target))
+        try:
+            await asyncio.wait({turn})
+        except asyncio.CancelledError:
+            turn.cancel()
+            raise
+        finally:
+            self._turns.pop(key, None)
+            typing.cancel()
+        if turn.cancelled():
+            return await self._interrupted(key, session, pending)
+        exc = turn.exception()
+        if exc is None:
+            self._retries.pop(key, None)
+            text, message_id = _reply_of(turn.result())
+            await self._reply(session.id, pending, target, text, message_id)
+            return _Outcome.DONE
+        return await self._failed(key, session, pending, target, exc)
+
+    async def _interrupted(self, key: str, session: AgentSession, pending: list[_Pending]) -> _Outcome:
+        reason = self._cancel_reason.pop(key, "stop")
+        if reason == "interrupt":
+            _log.info("turn interrupted by a new message", extra={"session": session.id})
+            return _Outcome.REQUEUE
+        self._stopped.add(key)
+        for p in pending:
+            await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
+        _log.info("turn stopped by /stop", extra={"session": session.id})
+        return _Outcome.DONE
+
+    async def _failed(
+        self,
+        key: str,
+        session: AgentSession,
+        pending: list[_Pending],
+        target: OutboundTarget,
+        exc: BaseException,
+    ) -> _Outcome:
+        fields = {"session": session.id, "error": type(exc).__name__}
+        if isinstance(exc, StoreError):
+            raise exc  # the worker keeps the items and comes back later
+        failure = classify(exc)
+        text = failure.text
+        if failure.retry:
+            attempt = self._retries.get(key, 0) + 1
+            self._retries[key] = attempt
+            if attempt <= len(self._retry_delays):
+                _log.warning("model unavailable (attempt %d); will retry: %s", attempt, exc, extra=fields)
+                if attempt == 1:
+                    await self._notice(session.id, _no_reply(target), failure.text)
+                return _Outcome.RETRY_LATER
+            self._retries.pop(key, None)
+            text = GAVE_UP
+        if isinstance(exc, LLMError):
+            _log.error("turn failed: %s", exc, extra=fields)
+        else:
+            _log.error("turn failed", exc_info=exc, extra=fields)
+        await self._reply(session.id, pending, target, text, None, status="failed", error=type(exc).__name__)
+        return _Outcome.DONE
+
+    async def _reply(
+        self,
+        session_id: str,
+        pending: list[_Pending],
+        target: OutboundTarget,
+        text: str,
+        message_id: int | None,
+        *,
+        status: Literal["done", "failed"] = "done",
+        error: str | None = None,
+    ) -> None:
+        """Reply to ``pending``: into the outbox first, then the items are done, then delivery wakes."""
+        await self._store.outbox_put(
+            session_id=session_id,
+            target=target_to_dict(target),
+            text=text,
+            inbox_ids=[p.item.id for p in pending],
+            message_id=message_id,
+        )
+        for p in pending:
+            await self._store.inbox_mark([p.item.id], status, error=error, message_id=p.message.id)
+        self._delivery.notify()
+
+    async def _notice(self, session_id: str, target: OutboundTarget, text: str) -> None:
+        await self._store.outbox_put(
+            session_id=session_id, target=target_to_dict(target), text=text, inbox_ids=[], message_id=None
+        )
+        self._delivery.notify()
+
+    async def _keep_typing(self, target: OutboundTarget) -> None:
+        while True:
+            await self._delivery.typing(target)
+            await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+    # commands ----------------------------------------------------------------------------
+    async def _serve_command(self, key: str, item: InboxRecord, command: Command) -> None:
+        info: SessionInfo = await self._directory.current(key, item)
+        session = self._directory.agent_session(info)
+        if command.name == "stop":
+            text = "Stopped." if key in self._stopped else "Nothing is running."
+            self._stopped.discard(key)
+        else:
+            user_id = str(item.payload.get("user_id") or "")
+            ctx = CommandContext(
+                store=self._store,
+                engine=self._engine,
+                compression=self._settings.compression,
+                session=session,
+                info=info,
+                is_admin=self._auth.is_admin(item.platform, user_id),
+                tool_tokens=self._tool_tokens,
+                clock=self._clock,
+            )
+            text = await run_command(ctx, command)
+        await self._store.outbox_put(
+            session_id=session.id,
+            target=target_to_dict(_reply_target(item)),
+            text=text,
+            inbox_ids=[item.id],
+            message_id=None,
+        )
+        await self._store.inbox_mark([item.id], "done")
+        self._delivery.notify()
+        _log.info("command /%s", command.name, extra={"session": session.id, "key": key})
+
+
+def _reply_target(item: InboxRecord) -> OutboundTarget:
+    thread = item.payload.get("thread_id")
+    return OutboundTarget(
+        platform=item.platform,
+        chat_id=item.chat_id,
+        thread_id=None if thread is None else str(thread),
+        reply_to_message_id=item.platform_message_id,
+    )
+
+
+def _no_reply(target: OutboundTarget) -> OutboundTarget:
+    return OutboundTarget(target.platform, target.chat_id, target.thread_id, None)
+
+
+def _is_final_reply(message: ChatMessage) -> bool:
+    return (
+        message.role == "assistant"
+        and message.kind == "message"
+        and not message.tool_use_ids()
+        and bool(message.text.strip())
+    )
+
+
+def _reply_of(result: TurnResult) -> tuple[str, int | None]:
+    """The text and stored message id of a turn's final answer."""
+    final = next((m for m in reversed(result.messages) if _is_final_reply(m)), None)
+    text = result.final_text.strip() or EMPTY_REPLY
+    return text, (final.id if final is not None else None)

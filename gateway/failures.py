@@ -1,0 +1,37 @@
+"""What a person is told when a turn fails: one short sentence that says what happened, never a traceback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.errors import AuthenticationFailed, CompressionError, ContextOverflow, LLMError, SpendLimitReached
+
+OVERLOADED = "The model is overloaded; I'll answer when it is back."
+SUMMARIZING = "This conversation is being summarized, one moment."
+GAVE_UP = "The model has been unavailable for too long; please send your message again later."
+TOO_LONG = (
+    "That's too long for me to read in one go, even after summarizing; please send it in smaller parts."
+)
+NO_ACCESS = "I can't reach the model right now (its API access needs attention); an admin has to fix it."
+BROKEN = "Something went wrong on my side while answering that; please try again."
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """``retry``: try the turn again later (``text`` is then a notice); else ``text`` is the reply."""
+
+    retry: bool
+    text: str
+
+
+def classify(exc: BaseException) -> Failure:
+    """The user-facing outcome of a turn that raised ``exc``."""
+    if isinstance(exc, CompressionError):
+        return Failure(True, SUMMARIZING)
+    if isinstance(exc, LLMError) and exc.retryable:
+        return Failure(True, OVERLOADED)
+    if isinstance(exc, ContextOverflow):
+        return Failure(False, TOO_LONG)
+    if isinstance(exc, AuthenticationFailed | SpendLimitReached):
+        return Failure(False, NO_ACCESS)
+    return Failure(False, BROKEN)

@@ -1,0 +1,145 @@
+"""Logging for the service: JSON lines when not on a terminal, Rich text on one; never a secret.
+
+Every handler of the root logger carries :class:`RedactingFilter`, which rewrites the
+message, its arguments and any traceback text before a formatter sees them: the exact
+configured secrets (API key, bot tokens, admin token) and anything shaped like a key
+or token are replaced by ``[REDACTED]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from logging.handlers import RotatingFileHandler
+from typing import Any
+
+from agent.redact import REDACTED as MASK
+from agent.redact import redact
+from gateway.config import SECRET_FIELDS, Settings
+
+# A password inside a URL (database URLs): agent.redact covers keys and tokens, not this.
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+(@)")
+# Standard LogRecord attributes; anything else on a record is a structured field.
+_RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+def redact_text(text: str) -> str:
+    """Keys, tokens and URL passwords replaced by ``[REDACTED]``."""
+    return _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", redact(text))
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record so that no configured secret and nothing key-shaped reaches a handler."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        return redact_text(text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.redact(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        for name, value in list(vars(record).items()):
+            if name not in _RESERVED and isinstance(value, str):
+                setattr(record, name, self.redact(value))
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg, structured fields, exc."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for name, value in vars(record).items():
+            if name not in _RESERVED and not name.startswith("_"):
+                payload[name] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            payload["exc"] = record.exc_text
+        return json.dumps(payload, ensure_ascii=False, default=str)
+
+
+def configured_secrets(settings: Settings) -> list[str]:
+    """The secret values configured for this run (to be masked wherever they appear)."""
+    values: list[str] = []
+    for name in SECRET_FIELDS:
+        secret = getattr(settings, name, None)
+        if secret is not None:
+            values.append(secret.get_secret_value())
+    if settings.telegram.webhook_secret is not None:
+        values.append(settings.telegram.webhook_secret.get_secret_value())
+    return [v for v in values if v]
+
+
+def configure_logging(settings: Settings, *, stream: Any = None, log_file: bool = True) -> None:
+    """Install the root handlers (stderr, plus a JSON file under ``data_dir/logs``) with redaction."""
+    stream = stream if stream is not None else sys.stderr
+    use_json = settings.log_format == "json" or (
+        settings.log_format == "auto" and not (hasattr(stream, "isatty") and stream.isatty())
+    )
+    handlers: list[logging.Handler] = []
+    if use_json:
+        handler: logging.Handler = logging.StreamHandler(stream)
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler = _text_handler(stream)
+    handlers.append(handler)
+    if log_file:
+        file_handler = _file_handler(settings)
+        if file_handler is not None:
+            handlers.append(file_handler)
+
+    redaction = RedactingFilter(configured_secrets(settings))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+        old.close()
+    for item in handlers:
+        # Logger-level filters do not see records propagated from child loggers: filter per handler.
+        item.addFilter(redaction)
+        root.addHandler(item)
+    root.setLevel(settings.log_level)
+    # Chatty libraries stay at WARNING unless we debug.
+    if settings.log_level != "DEBUG":
+        for name in ("httpx", "httpcore", "anthropic", "telegram", "apscheduler", "aiosqlite", "sqlalchemy"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _text_handler(stream: Any) -> logging.Handler:
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=Console(file=stream), show_path=False, rich_tracebacks=False, markup=False)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    return handler
+
+
+def _file_handler(settings: Settings) -> logging.Handler | None:
+    try:
+        directory = settings.data_dir / "logs"
+        directory.mkdir(parents=True, exist_ok=True)
+        handler = RotatingFileHandler(
+            directory / "hygieia.log", maxBytes=10_000_000, backupCount=5, encoding="utf-8"
+        )
+    except OSError:
+        return None
+    handler.setFormatter(JsonFormatter())
+    return handler

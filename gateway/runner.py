@@ -1,0 +1,263 @@
+"""Wires adapters -> gateway -> agent, and runs the service until a signal (or the end of piped input).
+
+:class:`Service` builds and owns the parts (database, provider, engine, tools, loop,
+delivery, gateway, scheduler, adapters) with an explicit start/stop; :func:`run_service`
+is what ``hygieia run`` calls. On SIGINT/SIGTERM it stops serving new turns, lets the
+running ones finish for ``sessions.turn_grace_seconds``, sends what is ready, and returns 0;
+anything unfinished stays in the inbox and is served on the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.compressor import ContextCompressor
+from agent.llm import AnthropicProvider
+from agent.loop import AgentLoop
+from agent.offline import OfflineProvider
+from agent.provider import LLMProvider
+from agent.tokens import estimate_text_tokens, model_info
+from agent.tools import ToolRegistry, default_registry
+from gateway.config import Settings
+from gateway.delivery import Delivery
+from gateway.dispatch import Gateway
+from gateway.platforms.base import PlatformAdapter
+from gateway.platforms.console import ConsoleAdapter
+from gateway.scheduler import Scheduler
+from gateway.sessions import SessionDirectory
+from gateway.store.db import Database
+from gateway.store.migrate import upgrade_to_head
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+SQLITE_LEASE_SECONDS = 30.0
+POSTGRES_LEASE_SECONDS = 300.0
+OFFLINE_BANNER = (
+    "OFFLINE MODE: no ANTHROPIC_API_KEY is set, so answers come from the local offline provider, "
+    "not a model. Set ANTHROPIC_API_KEY to talk to Claude."
+)
+
+
+def build_provider(settings: Settings) -> LLMProvider:
+    """The Anthropic provider when a key is configured, else the offline one (announced by the caller)."""
+    if settings.offline or settings.anthropic_api_key is None:
+        return OfflineProvider()
+    return AnthropicProvider(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=settings.anthropic_base_url,
+        settings=settings.llm,
+    )
+
+
+def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[PlatformAdapter]:
+    """Adapters for ``platforms``; without a list, every platform whose token is set, else the console."""
+    wanted = list(platforms) if platforms else []
+    if not wanted:
+        if settings.telegram_bot_token is not None:
+            wanted.append("telegram")
+        if settings.discord_bot_token is not None:
+            wanted.append("discord")
+        if not wanted:
+            wanted.append("console")
+    adapters: list[PlatformAdapter] = []
+    for name in dict.fromkeys(wanted):
+        if name == "console":
+            adapters.append(ConsoleAdapter())
+        elif name == "telegram":
+            telegram = _telegram_adapter(settings)
+            if telegram is not None:
+                adapters.append(telegram)
+        elif name == "discord":
+            _log.warning("discord is not available yet in this version; skipping it")
+        else:
+            _log.error("unknown platform %r; skipping it", name)
+    return adapters
+
+
+def _telegram_adapter(settings: Settings) -> PlatformAdapter | None:
+    if settings.telegram_bot_token is None:
+        _log.error("telegram asked for but TELEGRAM_BOT_TOKEN is not set; skipping it")
+        return None
+    try:
+        from gateway.platforms.telegram import TelegramAdapter  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        _log.error("the telegram adapter is not available: %s", exc)
+        return None
+    adapter: PlatformAdapter = TelegramAdapter(
+        settings.telegram_bot_token.get_secret_value(),
+        base_url=settings.telegram_base_url,
+        settings=settings.telegram,
+    )
+    return adapter
+
+
+def context_window_for(settings: Settings, model: str) -> int:
+    """The window of ``model``; ``HYGIEIA_CONTEXT_WINDOW`` overrides the main model's."""
+    override = settings.context_window if model == settings.model else None
+    return model_info(
+        model, context_window_override=override, prices=settings.model_prices or None
+    ).context_window
+
+
+def default_lease(db: Database) -> float:
+    """How long a claimed inbox item stays with its worker before another may take it.
+
+    SQLite serves one process, so the lease only guards against a second process started by
+    mistake and a short one lets a crashed service answer soon after its restart. Across
+    PostgreSQL workers it must outlast a long turn (tool rounds, retries).
+    """
+    return SQLITE_LEASE_SECONDS if db.dialect == "sqlite" else POSTGRES_LEASE_SECONDS
+
+
+def tool_tokens(tools: ToolRegistry) -> int:
+    definitions = tools.definitions()
+    return estimate_text_tokens(json.dumps(definitions, ensure_ascii=False)) if definitions else 0
+
+
+@dataclass
+class Service:
+    """Every part of a running Hygieia, built by :meth:`build`; ``start`` then ``stop``."""
+
+    settings: Settings
+    db: Database
+    store: Store
+    provider: LLMProvider
+    engine: ContextCompressor
+    agent: AgentLoop
+    delivery: Delivery
+    gateway: Gateway
+    scheduler: Scheduler
+    adapters: list[PlatformAdapter]
+
+    @classmethod
+    async def build(
+        cls,
+        settings: Settings,
+        adapters: list[PlatformAdapter],
+        *,
+        provider: LLMProvider | None = None,
+        migrate: bool = True,
+        lease_seconds: float | None = None,
+    ) -> Service:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        url = settings.resolved_database_url
+        if migrate:
+            await upgrade_to_head(url)
+        db = Database(url)
+        await db.connect()
+        store = Store(db)
+        provider = provider if provider is not None else build_provider(settings)
+        prices = settings.model_prices or None
+        engine = ContextCompressor(
+            settings.compression, provider, summary_model=settings.summary_model, prices=prices
+        )
+        tools = default_registry()
+        agent = AgentLoop(
+            provider,
+            store,
+            engine,
+            llm=settings.llm,
+            caching=settings.prompt_caching,
+            tools=tools,
+            prices=prices,
+        )
+        delivery = Delivery(store, {adapter.name: adapter for adapter in adapters})
+        directory = SessionDirectory(
+            store,
+            settings.sessions,
+            model=settings.model,
+            context_window=lambda model: context_window_for(settings, model),
+            timezone=settings.timezone,
+        )
+        gateway = Gateway(
+            settings=settings,
+            store=store,
+            agent=agent,
+            engine=engine,
+            delivery=delivery,
+            directory=directory,
+            tools=tools.definitions(),
+            tool_tokens=tool_tokens(tools),
+            lease_seconds=lease_seconds if lease_seconds is not None else default_lease(db),
+        )
+        scheduler = Scheduler(timezone=settings.timezone)
+        return cls(settings, db, store, provider, engine, agent, delivery, gateway, scheduler, adapters)
+
+    async def start(self) -> None:
+        await self.delivery.start()
+        await self.gateway.start()
+        for adapter in self.adapters:
+            await adapter.start(self.gateway.intake)
+        await self.scheduler.start()
+        _log.info(
+            "hygieia is running",
+            extra={"platforms": [a.name for a in self.adapters], "provider": self.provider.name},
+        )
+
+    async def stop(self) -> None:
+        """Stop serving, let running turns finish (grace), send what is ready, disconnect, close."""
+        await self.gateway.stop(self.settings.sessions.turn_grace_seconds)
+        await self.scheduler.stop()
+        await self.delivery.stop()
+        for adapter in self.adapters:
+            try:
+                await adapter.stop()
+            except Exception:  # one adapter failing to stop must not keep the others open
+                _log.exception("stopping the %s adapter failed", adapter.name)
+        await self.provider.aclose()
+        await self.db.dispose()
+        _log.info("hygieia stopped")
+
+
+async def run_service(
+    settings: Settings, platforms: list[str] | None, *, lease_seconds: float | None = None
+) -> int:
+    """``hygieia run``: serve until SIGINT/SIGTERM, or until piped console input is used up; exit code."""
+    adapters = build_adapters(settings, platforms)
+    if not adapters:
+        _log.error("no platform could be started")
+        return 2
+    service = await Service.build(settings, adapters, lease_seconds=lease_seconds)
+    console = next((a for a in adapters if isinstance(a, ConsoleAdapter)), None)
+    if service.provider.name == "offline":
+        _log.warning(OFFLINE_BANNER)
+        if console is not None:
+            console.announce(OFFLINE_BANNER)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, _on_signal, stop, sig)
+            installed.append(sig)
+    try:
+        await service.start()
+        waiters = [asyncio.create_task(stop.wait())]
+        if console is not None:
+            waiters.append(asyncio.create_task(console.finished.wait()))
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        if not stop.is_set():
+            # Input ended: finish what a previous run left (recovered messages) before leaving.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(service.gateway.wait_idle(), settings.sessions.turn_grace_seconds)
+            await service.delivery.flush()
+    finally:
+        await service.stop()
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+    return 0
+
+
+def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
+    _log.info("%s received: finishing running turns, then stopping", sig.name)
+    stop.set()

@@ -1,0 +1,168 @@
+"""Session keys, reset policies and per-session locking.
+
+A session key names one conversation on one platform: ``telegram:dm:42``,
+``telegram:group:-100:thread:7``, ``console:alice``. The store maps a key to its
+current (not ended) session; ``/new`` or a reset policy ends it and the next message
+starts a fresh one under the same key.
+
+Locking: in one process an :class:`asyncio.Lock` per key serializes turns. Across
+several workers on one PostgreSQL database the inbox lease is the coordination point:
+a worker claims a session's pending inbox items with ``inbox_claim(session_key=...)``
+(``FOR UPDATE SKIP LOCKED`` plus a lease expiry), so another worker cannot serve the
+same items until the lease runs out; a worker that dies simply loses its lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from agent.types import AgentSession
+from gateway.config import SessionSettings
+from gateway.platforms.base import InboundMessage
+from gateway.store.records import InboxRecord, SessionInfo
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def session_key(msg: InboundMessage, settings: SessionSettings) -> str:
+    """The key of the conversation ``msg`` belongs to."""
+    if msg.platform == "console":
+        return f"console:{msg.chat_id}"
+    if msg.is_dm:
+        key = f"{msg.platform}:dm:{msg.chat_id}"
+    else:
+        key = f"{msg.platform}:group:{msg.chat_id}"
+        if settings.group_mode == "per_user":
+            key += f":user:{msg.user_id}"
+    if msg.thread_id:
+        key += f":thread:{msg.thread_id}"
+    return key
+
+
+def reset_reason(
+    last_activity: datetime | None,
+    now: datetime,
+    settings: SessionSettings,
+    *,
+    timezone: str = "UTC",
+) -> str | None:
+    """Why the session last active at ``last_activity`` must end before serving at ``now``.
+
+    ``None`` (the default, both policies off) keeps the session: sessions live for months.
+    """
+    if last_activity is None:
+        return None
+    if settings.idle_reset_minutes is not None and now - last_activity >= timedelta(
+        minutes=settings.idle_reset_minutes
+    ):
+        return "idle"
+    if settings.daily_reset_hour is not None:
+        boundary = _last_daily_boundary(now, settings.daily_reset_hour, ZoneInfo(timezone))
+        if last_activity < boundary <= now:
+            return "daily"
+    return None
+
+
+def _last_daily_boundary(now: datetime, hour: int, tz: ZoneInfo) -> datetime:
+    local = now.astimezone(tz)
+    boundary = local.replace(hour=hour, minute=0, second=0, microsecond=0)
+    if boundary > local:
+        boundary -= timedelta(days=1)
+    return boundary
+
+
+class SessionLocks:
+    """One :class:`asyncio.Lock` per session key; entries vanish when nobody holds or waits."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._users[key] = self._users.get(key, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._users[key] -= 1
+            if self._users[key] == 0:
+                del self._users[key]
+                del self._locks[key]
+
+    def locked(self, key: str) -> bool:
+        lock = self._locks.get(key)
+        return lock is not None and lock.locked()
+
+
+class SessionDirectory:
+    """Maps a key to its current session, applying the reset policy, and builds the agent's view of it."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: SessionSettings,
+        *,
+        model: str,
+        context_window: Callable[[str], int],
+        timezone: str = "UTC",
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._store = store
+        self._settings = settings
+        self._model = model
+        self._window = context_window
+        self._timezone = timezone
+        self._clock = clock
+
+    async def current(self, key: str, item: InboxRecord) -> SessionInfo:
+        """The session ``item`` belongs to; an idle or daily reset (off by default) ends the old one first."""
+        payload = item.payload
+        info = await self._store.get_or_create_session(
+            key,
+            platform=item.platform,
+            chat_id=item.chat_id,
+            thread_id=_opt(payload.get("thread_id")),
+            user_id=_opt(payload.get("user_id")),
+            system_prompt=self._settings.system_prompt,
+            model=self._model,
+        )
+        reason = reset_reason(info.last_activity_at, self._clock(), self._settings, timezone=self._timezone)
+        if reason is None:
+            return info
+        await self._store.end_session(info.id, reason)
+        _log.info("session reset (%s)", reason, extra={"session": info.id, "key": key})
+        return await self._store.get_or_create_session(
+            key,
+            platform=item.platform,
+            chat_id=item.chat_id,
+            thread_id=_opt(payload.get("thread_id")),
+            user_id=_opt(payload.get("user_id")),
+            system_prompt=self._settings.system_prompt,
+            model=self._model,
+        )
+
+    def agent_session(self, info: SessionInfo) -> AgentSession:
+        return AgentSession(
+            id=info.id,
+            system_prompt=info.system_prompt,
+            model=info.model,
+            context_window=self._window(info.model),
+            key=info.key,
+            platform=info.platform,
+        )
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else str(value)
