@@ -24,10 +24,13 @@ app = typer.Typer(
 admin_app = typer.Typer(help="The admin HTTP API and page.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(admin_app, name="admin")
-app.command("doctor", help="Check config, database, tokens and endpoints; print what is wrong.")(doctor_command)
+app.command("doctor", help="Check config, database, tokens and endpoints; print what is wrong.")(
+    doctor_command
+)
 app.command("bench", help="Run a benchmark from bench/ (all of them without NAME) and print its table.")(
     bench_command
 )
+
 
 @app.command()
 def run(
@@ -44,7 +47,9 @@ def run(
     allowed = {"console", "telegram", "discord"}
     unknown = [p for p in platform or [] if p not in allowed]
     if unknown:
-        err.print(f"[red]--platform:[/red] unknown {', '.join(unknown)}; choose from console, telegram, discord")
+        err.print(
+            f"[red]--platform:[/red] unknown {', '.join(unknown)}; choose from console, telegram, discord"
+        )
         raise typer.Exit(2)
     configure_logging(settings)
     code = run_async(lambda: run_service(settings, list(platform) if platform else None))

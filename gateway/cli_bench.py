@@ -22,7 +22,9 @@ def bench_dir() -> Path | None:
 
 
 def bench_command(
-    name: Annotated[str | None, typer.Argument(help="A script in bench/ without .py; all when omitted.")] = None,
+    name: Annotated[
+        str | None, typer.Argument(help="A script in bench/ without .py; all when omitted.")
+    ] = None,
     full: Annotated[bool, typer.Option("--full", help="Full-size run instead of the quick default.")] = False,
 ) -> None:
     """Run one benchmark (or all) in a fresh interpreter and print its table."""

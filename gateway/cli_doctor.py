@@ -90,7 +90,9 @@ async def _check_database(settings: Settings) -> Check:
     if current is None:
         return Check("database", "warn", f"{safe_url(url)}: empty; `hygieia migrate` (or `run`) builds it")
     if current != head:
-        return Check("database", "warn", f"{safe_url(url)}: at {current}, head is {head}; run `hygieia migrate`")
+        return Check(
+            "database", "warn", f"{safe_url(url)}: at {current}, head is {head}; run `hygieia migrate`"
+        )
     return Check("database", "ok", f"{safe_url(url)} at {current}")
 
 
@@ -131,7 +133,9 @@ async def _check_telegram(settings: Settings, contact: bool) -> Check:
         return Check("telegram", "fail", f"getMe failed: {data}")
     if not data.get("ok"):
         return Check("telegram", "fail", f"getMe refused: {data.get('description', 'no reason given')}")
-    return Check("telegram", "ok", f"bot @{data.get('result', {}).get('username', '?')}")
+    me = data.get("result")
+    username = me.get("username", "?") if isinstance(me, dict) else "?"
+    return Check("telegram", "ok", f"bot @{username}")
 
 
 async def _check_discord(settings: Settings, contact: bool) -> Check:

@@ -43,13 +43,15 @@ def list_sessions(
         return
     table = Table(title=f"{len(rows)} session(s)")
     for column in ("id", "key", "active", "archived", "compactions", "last activity", "ended"):
-        table.add_column(column, justify="right" if column in ("active", "archived", "compactions") else "left")
+        table.add_column(
+            column, justify="right" if column in ("active", "archived", "compactions") else "left"
+        )
     for r in rows:
         table.add_row(
             r.id,
             r.key,
-            str(r.active_messages),
-            str(r.archived_messages),
+            str(r.active),
+            str(r.archived),
             str(r.compactions),
             when(r.last_activity_at),
             f"{when(r.ended_at)} ({r.end_reason})" if r.ended_at else "",

@@ -26,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from agent.prompts import SUMMARIZER_SYSTEM
 from agent.transcript import validate_wire
 from agent.types import content_text
 from tests.fakes.anthropic_cache import CacheUsage, PromptCache
@@ -43,7 +44,8 @@ SUMMARY_HEADINGS: tuple[str, ...] = (
     "## Remaining Work",
     "## Key Facts",
 )
-SUMMARY_TRIGGERS = ("summarize", "summarise", "<summary-request>", "<previous_summary>")
+SUMMARY_MARKERS = ("<summary-request>", "<previous_summary>")
+SUMMARY_VERBS = ("summarize", "summarise")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +143,16 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
-    """Whether the system prompt or the last user message asks for a summary."""
-    text = (_system_text(body) + "\n" + last_user_text(body)).lower()
-    return any(trigger in text for trigger in SUMMARY_TRIGGERS)
+    """Whether this is a summarizer call: the compressor's own system prompt, an explicit
+    summary marker, or a last user message that starts by asking for a summary.
+
+    A chat system prompt that merely mentions summaries ("earlier parts may have been
+    summarized") is not a summary request.
+    """
+    if _system_text(body).startswith(SUMMARIZER_SYSTEM[:60]):
+        return True
+    last = last_user_text(body).lower()
+    return any(marker in last for marker in SUMMARY_MARKERS) or last.lstrip().startswith(SUMMARY_VERBS)
 
 
 def default_responder(body: dict[str, Any]) -> Reply:
