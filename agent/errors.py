@@ -24,7 +24,9 @@ class LLMError(HygieiaError):
 class ContextOverflow(LLMError):
     """The prompt is longer than the model accepts (HTTP 400 "prompt is too long")."""
 
-    def __init__(self, message: str, *, actual_tokens: int | None = None, limit_tokens: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, actual_tokens: int | None = None, limit_tokens: int | None = None
+    ) -> None:
         super().__init__(message, status_code=400)
         self.actual_tokens = actual_tokens
         self.limit_tokens = limit_tokens

@@ -79,8 +79,7 @@ class ConversationStore(Protocol):
         """Memory files under ``prefix`` (paths are normalized, start with ``/memories``)."""
         ...
 
-    async def memory_get(self, scope: str, path: str) -> MemoryEntry | None:
-        ...
+    async def memory_get(self, scope: str, path: str) -> MemoryEntry | None: ...
 
     async def memory_put(self, scope: str, path: str, content: str) -> None:
         """Create or overwrite a memory file."""

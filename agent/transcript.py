@@ -80,7 +80,8 @@ def validate_wire(
     breakpoints = count_cache_breakpoints(messages, system, tools)
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         problems.append(
-            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {breakpoints}."
         )
     turns = _turns(messages)
     if turns and turns[0][0] != "user":
@@ -111,7 +112,8 @@ def validate_wire(
                 problems.append(
                     "unexpected tool_use_id found in tool_result blocks: "
                     + ", ".join(orphans)
-                    + ". Each tool_result block must have a corresponding tool_use block in the previous message."
+                    + ". Each tool_result block must have a corresponding tool_use block "
+                    "in the previous message."
                 )
     return problems
 

@@ -81,7 +81,9 @@ def content_text(content: list[ContentBlock]) -> str:
         if kind == "text":
             parts.append(str(block.get("text", "")))
         elif kind == "tool_use":
-            parts.append(f"[tool {block.get('name')}] {json.dumps(block.get('input', {}), ensure_ascii=False)}")
+            parts.append(
+                f"[tool {block.get('name')}] {json.dumps(block.get('input', {}), ensure_ascii=False)}"
+            )
         elif kind == "tool_result":
             inner = block.get("content", "")
             if isinstance(inner, list):

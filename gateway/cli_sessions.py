@@ -196,7 +196,8 @@ def restore_session(
         print_json(dataclasses.asdict(record))
         return
     out.print(
-        f"restored compaction {record.id} ({record.trigger}, {record.messages_archived} messages active again)"
+        f"restored compaction {record.id} "
+        f"({record.trigger}, {record.messages_archived} messages active again)"
     )
 
 

@@ -34,7 +34,15 @@ from gateway.config import Settings
 from gateway.delivery import Delivery, target_to_dict
 from gateway.failures import GAVE_UP, classify
 from gateway.hygiene import run_hygiene
-from gateway.inbound import clean_text, inbox_payload, payload_text, truncation_note, user_message
+from gateway.inbound import (
+    clean_text,
+    edit_of,
+    inbox_message_id,
+    inbox_payload,
+    payload_text,
+    truncation_note,
+    user_message,
+)
 from gateway.platforms.base import InboundMessage, OutboundTarget
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
@@ -163,7 +171,7 @@ class Gateway:
         inbox_id, created = await self._store.inbox_put(
             platform=msg.platform,
             chat_id=msg.chat_id,
-            platform_message_id=msg.platform_message_id,
+            platform_message_id=inbox_message_id(msg),
             session_key=key,
             payload=inbox_payload(msg, cleaned),
             addressed=msg.addressed,
@@ -173,7 +181,7 @@ class Gateway:
             _log.info("duplicate delivery of a message; stored once", extra=log_fields)
             return
         _log.debug("message received", extra=log_fields)
-        command = parse_command(cleaned.text) if msg.addressed else None
+        command = parse_command(cleaned.text) if msg.addressed and not msg.edited else None
         running = key in self._turns
         if command is not None and command.name in IMMEDIATE:
             if running:
@@ -270,7 +278,8 @@ class Gateway:
         """Commands in order between runs of ordinary messages; returns what is left to serve."""
         segment: list[InboxRecord] = []
         for index, item in enumerate(items):
-            command = parse_command(payload_text(item)) if item.addressed else None
+            is_command = item.addressed and edit_of(item) is None
+            command = parse_command(payload_text(item)) if is_command else None
             if command is None:
                 segment.append(item)
                 continue
@@ -292,6 +301,8 @@ class Gateway:
         session = self._directory.agent_session(info)
         addressed: list[_Pending] = []
         for item in items:
+            if await self._applied_edit(session.id, item):
+                continue
             message = await self._store.append_message(session.id, user_message(item))
             if item.addressed:
                 addressed.append(_Pending(item, message))
@@ -310,6 +321,27 @@ class Gateway:
                 kept = len(payload_text(p.item))
                 await self._notice(session.id, _no_reply(target), truncation_note(kept, int(truncated_from)))
         return await self._answer(key, session, pending, target)
+
+    async def _applied_edit(self, session_id: str, item: InboxRecord) -> bool:
+        """An edit updates the stored message in place and is not answered again.
+
+        An edit of a message we never stored (sent before the bot joined, say) is taken as
+        a new message instead.
+        """
+        original = edit_of(item)
+        if original is None:
+            return False
+        if parse_command(payload_text(item)) is not None:
+            await self._store.inbox_mark([item.id], "ignored", error="an edited command is not run again")
+            return True
+        edited = user_message(item)
+        stored = await self._store.record_edit(
+            session_id, original, edited.content, at=edited.created_at or self._clock()
+        )
+        if stored is None:
+            return False
+        await self._store.inbox_mark([item.id], "done", message_id=stored.id)
+        return True
 
     async def _unanswered(self, session: AgentSession, addressed: list[_Pending]) -> list[_Pending]:
         """Drop items already answered (after a crash): by an outbox row, or by a final assistant message."""

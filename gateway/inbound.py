@@ -20,6 +20,7 @@ from gateway.store.records import InboxRecord
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 EMPTY_TEXT = "(empty message)"
+EDIT_MARK = "#edit@"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +46,27 @@ def truncation_note(kept: int, original: int) -> str:
     )
 
 
+def inbox_message_id(msg: InboundMessage) -> str | None:
+    """The inbox's idempotency key: the platform id, made unique per edit for edited messages.
+
+    A redelivered update maps to the same key (stored once); each edit of a message is its
+    own inbox item, applied to the stored message by :func:`edit_of`.
+    """
+    if msg.platform_message_id is None or not msg.edited:
+        return msg.platform_message_id
+    return f"{msg.platform_message_id}{EDIT_MARK}{msg.timestamp.astimezone(UTC).isoformat()}"
+
+
+def edit_of(item: InboxRecord) -> str | None:
+    """The platform id of the message an inbox item edits, or ``None`` for a new message."""
+    original = item.payload.get("edit_of")
+    return str(original) if original else None
+
+
 def inbox_payload(msg: InboundMessage, cleaned: CleanText) -> dict[str, Any]:
     """The JSON stored with the inbox row: everything needed to rebuild the message later."""
     return {
+        "edit_of": msg.platform_message_id if msg.edited else None,
         "text": cleaned.text,
         "user_id": msg.user_id,
         "user_name": msg.user_name,
@@ -79,7 +98,7 @@ def payload_text(item: InboxRecord) -> str:
 
 def message_key(item: InboxRecord) -> str:
     """The idempotency key of the conversation row an inbox item becomes (re-serving appends once)."""
-    return item.platform_message_id or f"inbox:{item.id}"
+    return edit_of(item) or item.platform_message_id or f"inbox:{item.id}"
 
 
 def user_message(item: InboxRecord) -> ChatMessage:

@@ -112,7 +112,7 @@ async def to_inbound(
         chat_type=chat_type,
         addressed=addressed,
         attachments=attachments,
-        timestamp=message.date,
+        timestamp=(message.edit_date or message.date) if edited else message.date,
         edited=edited,
         reply_to_message_id=_reply_id(message),
     )

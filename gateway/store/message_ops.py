@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
-from sqlalchemy import and_, func, insert, select
+from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound, StoreError
-from agent.types import ChatMessage, RecallPage, content_text
+from agent.types import ChatMessage, ContentBlock, RecallPage, content_text
 from gateway.store.base import CONFLICT_RETRIES, Repo
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_message
@@ -61,6 +62,34 @@ class MessageOps(Repo):
         )
         async with self._tx(write=False) as s:
             return [to_message(r) for r in (await s.execute(stmt)).mappings()]
+
+    async def record_edit(
+        self, session_id: str, platform_message_id: str, content: list[ContentBlock], *, at: datetime
+    ) -> ChatMessage | None:
+        """Let a stored message follow the platform's edit; its first version is kept.
+
+        The row keeps its place (and its archived state, if it was compacted); its text is
+        re-indexed for search. Returns ``None`` when the edited message was never stored.
+        """
+        cleaned = clean_json(content)
+        same = and_(
+            messages.c.session_id == session_id, messages.c.platform_message_id == platform_message_id
+        )
+        async with self._tx() as s:
+            row = (await s.execute(select(messages).where(same))).mappings().first()
+            if row is None:
+                return None
+            await s.execute(
+                update(messages)
+                .where(messages.c.id == row["id"])
+                .values(
+                    content=cleaned,
+                    text=content_text(cleaned),
+                    edited_at=at,
+                    original_content=row["original_content"] or row["content"],
+                )
+            )
+            return replace(to_message(row), content=cleaned)
 
     async def recall(
         self,

@@ -141,6 +141,8 @@ class MessageRow(Base):
     compacted: Mapped[bool] = mapped_column(Boolean, server_default=false())
     compaction_id: Mapped[str | None] = mapped_column(ForeignKey("compactions.id"))
     produced_by: Mapped[str | None] = mapped_column(ForeignKey("compactions.id"))
+    edited_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    original_content: Mapped[list[dict[str, Any]] | None] = mapped_column(Json)
 
     __table_args__ = (
         UniqueConstraint("session_id", "seq", "sub_seq"),

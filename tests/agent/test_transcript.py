@@ -10,7 +10,9 @@ from agent.types import ChatMessage
 
 
 def use(tool_id: str) -> ChatMessage:
-    return ChatMessage(role="assistant", content=[{"type": "tool_use", "id": tool_id, "name": "t", "input": {}}])
+    return ChatMessage(
+        role="assistant", content=[{"type": "tool_use", "id": tool_id, "name": "t", "input": {}}]
+    )
 
 
 def result(tool_id: str) -> ChatMessage:
@@ -20,7 +22,10 @@ def result(tool_id: str) -> ChatMessage:
 
 
 def test_a_complete_tool_round_is_valid() -> None:
-    assert validate_messages([ChatMessage.user("hi"), use("a"), result("a"), ChatMessage.assistant("done")]) == []
+    assert (
+        validate_messages([ChatMessage.user("hi"), use("a"), result("a"), ChatMessage.assistant("done")])
+        == []
+    )
 
 
 def test_an_orphan_tool_result_is_reported() -> None:

@@ -14,7 +14,6 @@ import pytest
 from agent.types import ChatMessage, CompactionPlan, Insertion
 from gateway.store.db import Database
 from gateway.store.repository import Store
-
 from tests.store.engines import POSTGRES_URL
 
 
