@@ -6,7 +6,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from agent.types import SearchFilters
-
 from tests.gateway.conftest import Rig, inbound
 
 
