@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,7 +20,7 @@ from typing import Any
 
 from agent.compaction import compact
 from agent.context_engine import ContextEngine
-from agent.errors import ContextOverflow
+from agent.errors import ContextOverflow, LLMError
 from agent.loop_request import build_request, estimate_request_tokens, turn_ttl
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.settings import LLMSettings, PromptCachingSettings
@@ -40,6 +41,8 @@ from agent.types import (
 
 _log = logging.getLogger(__name__)
 
+# An estimate within this factor of the threshold is checked with an exact count (when enabled).
+EXACT_COUNT_MARGIN = 1.15
 CANCELLED_RESULT = "cancelled: the turn was stopped before this tool finished"
 MAX_TOKENS_RESULT = (
     "not run: your reply hit the output limit (max_tokens) before this tool call was complete; "
@@ -203,8 +206,31 @@ class AgentLoop:
 
     async def _preflight(self, turn: _Turn) -> None:
         estimate = estimate_request_tokens(turn.session, turn.view, turn.tools, turn.state)
+        near = math.ceil(estimate * EXACT_COUNT_MARGIN)
+        if self._llm.exact_token_counting and self._engine.should_compress(
+            turn.session, turn.state, near, trigger="in_loop"
+        ):
+            # Close to the threshold an estimate can compact too early or too late: ask the
+            # provider for the exact size of this very request (free on Anthropic's API).
+            exact = await self._exact_tokens(turn)
+            if exact is not None:
+                estimate = exact
         if self._engine.should_compress(turn.session, turn.state, estimate, trigger="in_loop"):
             await self._compact(turn, "in_loop", estimate)
+
+    async def _exact_tokens(self, turn: _Turn) -> int | None:
+        request, _ = build_request(
+            turn.session, turn.view, turn.tools, max_tokens=self._llm.max_output_tokens, cache_ttl=None
+        )
+        try:
+            return await self._provider.count_tokens(request)
+        except LLMError as exc:
+            _log.info(
+                "exact token count unavailable, using the estimate: %s",
+                exc,
+                extra={"session": turn.session.id},
+            )
+            return None
 
     async def _after_round(self, turn: _Turn) -> None:
         """After a complete tool round: the last call's REAL size (never a sum over calls)."""

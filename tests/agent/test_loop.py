@@ -294,3 +294,22 @@ async def test_history_passed_in_is_used_instead_of_loading() -> None:
         stored = await r.preload([ChatMessage.user("only this")])
         await r.loop.run_turn(r.session, stored)
         assert r.fake.message_requests[0]["messages"][0]["content"][0]["text"] == "only this"
+
+
+async def test_exact_counting_is_asked_only_near_the_threshold() -> None:
+    async with rig(context_window=20_000, llm=LLMSettings(max_retries=0, exact_token_counting=True)) as r:
+        await r.turn("hello")
+        assert r.fake.counts["count_tokens"] == 0  # far below the threshold: the estimate is enough
+        await r.preload(exchanges(100))
+        result = await r.turn("and now?")
+        assert r.fake.counts["count_tokens"] >= 1
+        assert [c.trigger for c in result.compactions] == ["in_loop"]
+
+
+async def test_an_unavailable_exact_count_falls_back_to_the_estimate() -> None:
+    async with rig(context_window=20_000, llm=LLMSettings(max_retries=0, exact_token_counting=True)) as r:
+        r.fake.count_tokens_enabled = False
+        await r.preload(exchanges(100))
+        result = await r.turn("and now?")
+        assert [c.trigger for c in result.compactions] == ["in_loop"]
+        assert r.script.log[-1] == "chat" and result.final_text
