@@ -20,9 +20,8 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from agent.context_engine import ContextEngine
 from agent.errors import LLMError, StoreError
@@ -31,7 +30,7 @@ from agent.types import AgentSession, ChatMessage
 from gateway.auth import REFUSAL_TEXT, Authorizer
 from gateway.commands import IMMEDIATE, Command, CommandContext, parse_command, run_command
 from gateway.config import Settings
-from gateway.delivery import Delivery, target_to_dict
+from gateway.delivery import Delivery
 from gateway.failures import GAVE_UP, classify
 from gateway.hygiene import run_hygiene
 from gateway.inbound import (
@@ -44,6 +43,7 @@ from gateway.inbound import (
     user_message,
 )
 from gateway.platforms.base import InboundMessage, OutboundTarget
+from gateway.replies import PendingItem, Replies, is_final_reply, reply_target, without_quote
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
@@ -51,7 +51,6 @@ from gateway.store.repository import Store
 _log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 300.0
-TYPING_EVERY_SECONDS = 4.0
 RETRY_DELAYS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 WORKER_ERROR_DELAY = 5.0
 
@@ -70,14 +69,6 @@ class _Outcome(enum.Enum):
     DONE = "done"
     REQUEUE = "requeue"  # interrupted: serve these again now, with whatever arrived
     RETRY_LATER = "retry_later"  # the model is unavailable: try again after a delay
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """An addressed inbox item already appended to the conversation as ``message``."""
-
-    item: InboxRecord
-    message: ChatMessage
 
 
 class Gateway:
@@ -104,6 +95,7 @@ class Gateway:
         self._agent = agent
         self._engine = engine
         self._delivery = delivery
+        self._replies = Replies(store, delivery)
         self._directory = directory
         self._auth = Authorizer(settings)
         self._locks = SessionLocks()
@@ -299,13 +291,13 @@ class Gateway:
     async def _serve_messages(self, key: str, items: list[InboxRecord]) -> _Outcome:
         info = await self._directory.current(key, items[0])
         session = self._directory.agent_session(info)
-        addressed: list[_Pending] = []
+        addressed: list[PendingItem] = []
         for item in items:
             if await self._applied_edit(session.id, item):
                 continue
             message = await self._store.append_message(session.id, user_message(item))
             if item.addressed:
-                addressed.append(_Pending(item, message))
+                addressed.append(PendingItem(item, message))
             else:
                 await self._store.inbox_mark([item.id], "done", message_id=message.id)
         await self._store.touch_session(session.id, self._clock())
@@ -314,12 +306,14 @@ class Gateway:
         pending = await self._unanswered(session, addressed)
         if not pending:
             return _Outcome.DONE
-        target = _reply_target(pending[-1].item)
+        target = reply_target(pending[-1].item)
         for p in pending:
             truncated_from = p.item.payload.get("truncated_from")
             if truncated_from and self._retries.get(key, 0) == 0:
                 kept = len(payload_text(p.item))
-                await self._notice(session.id, _no_reply(target), truncation_note(kept, int(truncated_from)))
+                await self._replies.notice(
+                    session.id, without_quote(target), truncation_note(kept, int(truncated_from))
+                )
         return await self._answer(key, session, pending, target)
 
     async def _applied_edit(self, session_id: str, item: InboxRecord) -> bool:
@@ -343,9 +337,9 @@ class Gateway:
         await self._store.inbox_mark([item.id], "done", message_id=stored.id)
         return True
 
-    async def _unanswered(self, session: AgentSession, addressed: list[_Pending]) -> list[_Pending]:
+    async def _unanswered(self, session: AgentSession, addressed: list[PendingItem]) -> list[PendingItem]:
         """Drop items already answered (after a crash): by an outbox row, or by a final assistant message."""
-        pending: list[_Pending] = []
+        pending: list[PendingItem] = []
         for p in addressed:
             if await self._store.outbox_for_inbox(p.item.id) is not None:
                 await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
@@ -355,23 +349,23 @@ class Gateway:
             return []
         by_message = {p.message.id: p for p in pending}
         first_seq = min(p.message.seq or 0 for p in pending)
-        waiting: list[_Pending] = []
-        answered: list[tuple[list[_Pending], ChatMessage]] = []
+        waiting: list[PendingItem] = []
+        answered: list[tuple[list[PendingItem], ChatMessage]] = []
         for row in await self._store.messages_after(session.id, first_seq - 1):
             if row.id in by_message:
                 waiting.append(by_message[row.id])
-            elif waiting and _is_final_reply(row):
+            elif waiting and is_final_reply(row):
                 answered.append((waiting, row))
                 waiting = []
         done: set[int] = set()
         for group, reply in answered:
             _log.info("reply found in the conversation; queueing it", extra={"session": session.id})
-            await self._reply(session.id, group, _reply_target(group[-1].item), reply.text, reply.id)
+            await self._replies.reply(session.id, group, reply_target(group[-1].item), reply.text, reply.id)
             done.update(p.item.id for p in group)
         return [p for p in pending if p.item.id not in done]
 
     async def _answer(
-        self, key: str, session: AgentSession, pending: list[_Pending], target: OutboundTarget
+        self, key: str, session: AgentSession, pending: list[PendingItem], target: OutboundTarget
     ) -> _Outcome:
         history = await self._store.load_active(session.id)
         report = await run_hygiene(
@@ -384,12 +378,12 @@ class Gateway:
         )
         notice = report.notice() if self._settings.sessions.hygiene_notice else None
         if notice:
-            await self._notice(session.id, _no_reply(target), notice)
+            await self._replies.notice(session.id, without_quote(target), notice)
         turn: asyncio.Task[TurnResult] = asyncio.create_task(
             self._agent.run_turn(session, history=report.messages)
         )
         self._turns[key] = turn
-        typing = asyncio.create_task(self._keep_typing(target))
+        typing = asyncio.create_task(self._replies.keep_typing(target))
         try:
             await asyncio.wait({turn})
         except asyncio.CancelledError:
@@ -404,11 +398,11 @@ class Gateway:
         if exc is None:
             self._retries.pop(key, None)
             text, message_id = _reply_of(turn.result())
-            await self._reply(session.id, pending, target, text, message_id)
+            await self._replies.reply(session.id, pending, target, text, message_id)
             return _Outcome.DONE
         return await self._failed(key, session, pending, target, exc)
 
-    async def _interrupted(self, key: str, session: AgentSession, pending: list[_Pending]) -> _Outcome:
+    async def _interrupted(self, key: str, session: AgentSession, pending: list[PendingItem]) -> _Outcome:
         reason = self._cancel_reason.pop(key, "stop")
         if reason == "interrupt":
             _log.info("turn interrupted by a new message", extra={"session": session.id})
@@ -423,7 +417,7 @@ class Gateway:
         self,
         key: str,
         session: AgentSession,
-        pending: list[_Pending],
+        pending: list[PendingItem],
         target: OutboundTarget,
         exc: BaseException,
     ) -> _Outcome:
@@ -438,7 +432,7 @@ class Gateway:
             if attempt <= len(self._retry_delays):
                 _log.warning("model unavailable (attempt %d); will retry: %s", attempt, exc, extra=fields)
                 if attempt == 1:
-                    await self._notice(session.id, _no_reply(target), failure.text)
+                    await self._replies.notice(session.id, without_quote(target), failure.text)
                 return _Outcome.RETRY_LATER
             self._retries.pop(key, None)
             text = GAVE_UP
@@ -446,42 +440,10 @@ class Gateway:
             _log.error("turn failed: %s", exc, extra=fields)
         else:
             _log.error("turn failed", exc_info=exc, extra=fields)
-        await self._reply(session.id, pending, target, text, None, status="failed", error=type(exc).__name__)
+        await self._replies.reply(
+            session.id, pending, target, text, None, status="failed", error=type(exc).__name__
+        )
         return _Outcome.DONE
-
-    async def _reply(
-        self,
-        session_id: str,
-        pending: list[_Pending],
-        target: OutboundTarget,
-        text: str,
-        message_id: int | None,
-        *,
-        status: Literal["done", "failed"] = "done",
-        error: str | None = None,
-    ) -> None:
-        """Reply to ``pending``: into the outbox first, then the items are done, then delivery wakes."""
-        await self._store.outbox_put(
-            session_id=session_id,
-            target=target_to_dict(target),
-            text=text,
-            inbox_ids=[p.item.id for p in pending],
-            message_id=message_id,
-        )
-        for p in pending:
-            await self._store.inbox_mark([p.item.id], status, error=error, message_id=p.message.id)
-        self._delivery.notify()
-
-    async def _notice(self, session_id: str, target: OutboundTarget, text: str) -> None:
-        await self._store.outbox_put(
-            session_id=session_id, target=target_to_dict(target), text=text, inbox_ids=[], message_id=None
-        )
-        self._delivery.notify()
-
-    async def _keep_typing(self, target: OutboundTarget) -> None:
-        while True:
-            await self._delivery.typing(target)
-            await asyncio.sleep(TYPING_EVERY_SECONDS)
 
     # commands ----------------------------------------------------------------------------
     async def _serve_command(self, key: str, item: InboxRecord, command: Command) -> None:
@@ -503,43 +465,12 @@ class Gateway:
                 clock=self._clock,
             )
             text = await run_command(ctx, command)
-        await self._store.outbox_put(
-            session_id=session.id,
-            target=target_to_dict(_reply_target(item)),
-            text=text,
-            inbox_ids=[item.id],
-            message_id=None,
-        )
-        await self._store.inbox_mark([item.id], "done")
-        self._delivery.notify()
+        await self._replies.answer_command(session.id, item, text)
         _log.info("command /%s", command.name, extra={"session": session.id, "key": key})
-
-
-def _reply_target(item: InboxRecord) -> OutboundTarget:
-    thread = item.payload.get("thread_id")
-    return OutboundTarget(
-        platform=item.platform,
-        chat_id=item.chat_id,
-        thread_id=None if thread is None else str(thread),
-        reply_to_message_id=item.platform_message_id,
-    )
-
-
-def _no_reply(target: OutboundTarget) -> OutboundTarget:
-    return OutboundTarget(target.platform, target.chat_id, target.thread_id, None)
-
-
-def _is_final_reply(message: ChatMessage) -> bool:
-    return (
-        message.role == "assistant"
-        and message.kind == "message"
-        and not message.tool_use_ids()
-        and bool(message.text.strip())
-    )
 
 
 def _reply_of(result: TurnResult) -> tuple[str, int | None]:
     """The text and stored message id of a turn's final answer."""
-    final = next((m for m in reversed(result.messages) if _is_final_reply(m)), None)
+    final = next((m for m in reversed(result.messages) if is_final_reply(m)), None)
     text = result.final_text.strip() or EMPTY_REPLY
     return text, (final.id if final is not None else None)
