@@ -7,6 +7,7 @@ compressor's fallback). Usage is estimated, and flagged so.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agent.extractive import extractive_summary
@@ -15,6 +16,8 @@ from agent.provider import LLMRequest, LLMResponse
 from agent.tokens import estimate_text_tokens
 from agent.types import ChatMessage, Usage, content_text, text_block
 
+# The gateway prefixes user messages with "[name, HH:MM UTC] "; the echo quotes the words only.
+_AUTHOR_HEADER = re.compile(r"^\[[^\]\n]{1,80}, \d{2}:\d{2} UTC\] ?")
 OFFLINE_NOTICE = "[offline] No API key is configured, so I can't think yet — I got your message"
 _QUOTE_CHARS = 300
 
@@ -71,7 +74,7 @@ class OfflineProvider:
 
     @staticmethod
     def _reply(request: LLMRequest) -> str:
-        words = " ".join(_latest_words(request).split())
+        words = _AUTHOR_HEADER.sub("", " ".join(_latest_words(request).split()), count=1)
         if not words:
             return f"{OFFLINE_NOTICE}."
         if len(words) > _QUOTE_CHARS:

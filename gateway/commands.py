@@ -215,6 +215,8 @@ async def _restore(ctx: CommandContext, _: str) -> str:
 
 def _age(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
+    if seconds < 60:
+        return "less than a minute"
     if seconds < 3600:
         return f"{max(1, seconds // 60)} min"
     if seconds < 86400:

@@ -52,3 +52,13 @@ async def test_offline_is_deterministic_and_cannot_count() -> None:
     assert await provider.create(request) == await provider.create(request)
     assert await provider.count_tokens(request) is None
     assert provider.name == "offline"
+
+
+async def test_the_echo_quotes_the_words_not_the_gateways_author_header() -> None:
+    request = LLMRequest(
+        model="m",
+        max_tokens=100,
+        messages=[{"role": "user", "content": [{"type": "text", "text": "[Ann, 14:02 UTC] hello there"}]}],
+    )
+    response = await OfflineProvider().create(request)
+    assert response.content[0]["text"].endswith("“hello there”")
