@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -21,7 +22,8 @@ from gateway.store.repository import Store
 T = TypeVar("T")
 
 err = Console(stderr=True)
-out = Console()
+# Piped output is read by people too (and grepped): do not fold tables to 80 columns there.
+out = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def settings_or_exit() -> Settings:
