@@ -1,0 +1,341 @@
+"""Discord adapter on discord.py 2.7: one gateway connection (or several shards) in, REST replies out.
+
+Lifecycle: ``start`` logs in over REST (``GET /users/@me``), runs ``client.connect()`` as a task
+and returns once the gateway said READY. Sharding: with ``discord.shard_ids``/``shard_count``
+set, an ``AutoShardedClient`` runs those shards in this process (give each process its own
+``shard_ids`` and the same ``shard_count``); otherwise a plain ``Client`` (no ``/gateway/bot``).
+
+Delivery. The Discord gateway has no acknowledgement: an event is ours once received, and a
+RESUME after a dropped connection replays what was missed (discord.py does this). Messages go
+through one queue to one worker, so the gateway's intake sees them in arrival order; a failed
+intake is retried with backoff before the message is given up (logged). Messages sent while
+the bot was offline are not fetched afterwards.
+
+Sending: discord.py keeps Discord's per-route rate-limit buckets and waits out 429s (and
+retries 5xx) itself; what still fails becomes :class:`AdapterError`. Replies never ping
+@everyone, roles or users, except the author of the message replied to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import aiohttp
+import discord
+from discord.gateway import DiscordWebSocket
+
+from agent.errors import AdapterError, ConfigError
+from gateway.config import DiscordSettings
+from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.platforms.discord_client import Client, ShardedClient, intents, point_at, set_gateway
+from gateway.platforms.discord_inbound import PLATFORM, ReadLimits, to_inbound
+from gateway.splitter import split_message, utf16_len
+
+_log = logging.getLogger(__name__)
+
+_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
+_SEND_ERRORS = (discord.HTTPException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
+
+
+class DiscordAdapter(PlatformAdapter):
+    """A Discord bot: guild channels, threads and DMs in; replies out as text (Discord renders Markdown)."""
+
+    name = PLATFORM
+    text_limit = 2000
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        api_base: str | None,
+        gateway_url: str | None,
+        settings: DiscordSettings,
+        ready_timeout: float = 60.0,
+        guild_ready_timeout: float = 2.0,
+        stop_grace: float = 5.0,
+        intake_attempts: int = 5,
+        max_text_file_bytes: int = 200_000,
+    ) -> None:
+        if not token:
+            raise ConfigError("DISCORD_BOT_TOKEN: empty")
+        _check_shards(settings)
+        self._token = token
+        self._api_base = api_base
+        self._gateway_url = gateway_url
+        self._settings = settings
+        # discord.py waits 5 s between the IDENTIFYs of the shards it runs.
+        shards = len(settings.shard_ids) if settings.shard_ids else (settings.shard_count or 1)
+        self._ready_timeout = ready_timeout + 5.5 * (shards - 1)
+        self._guild_ready_timeout = guild_ready_timeout
+        self._stop_grace = stop_grace
+        self._intake_attempts = max(1, intake_attempts)
+        self._limits = ReadLimits(max_text_file_bytes)
+        self._client: discord.Client | None = None
+        self._connect: asyncio.Task[None] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._queue: asyncio.Queue[tuple[discord.Message, bool]] = asyncio.Queue()
+        self._ready = asyncio.Event()
+        self._restore: Callable[[], None] | None = None
+        self._bot_id = 0
+
+    def measure(self, text: str) -> int:
+        """UTF-16 units: never less than the code points Discord counts, so a part that fits, fits."""
+        return utf16_len(text)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self, handler: InboundHandler) -> None:
+        if self._client is not None:
+            raise AdapterError("Discord adapter is already started")
+        self._ready.clear()
+        self._queue = asyncio.Queue()
+        self._restore = point_at(self._api_base, self._gateway_url)
+        client = self._build_client()
+        connect: asyncio.Task[None] | None = None
+        try:
+            await self._login(client)
+            if self._api_base and not self._gateway_url:
+                await self._discover_gateway(client)
+            connect = asyncio.create_task(client.connect(reconnect=True), name="discord-connect")
+            await self._wait_ready(connect)
+        except BaseException:
+            await self._close(client, connect)
+            self._restore_endpoints()
+            raise
+        assert client.user is not None  # set by login
+        self._client, self._connect, self._bot_id = client, connect, client.user.id
+        connect.add_done_callback(self._connection_ended)
+        self._worker = asyncio.create_task(self._intake(handler), name="discord-intake")
+        _log.info("discord: started as %s (%s), %d guild(s)", client.user, client.user.id, len(client.guilds))
+
+    async def stop(self) -> None:
+        """Stop receiving, let queued messages reach the gateway (up to ``stop_grace``), disconnect."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        await self._close(client, self._connect)
+        self._connect = None
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            try:
+                await asyncio.wait_for(self._queue.join(), self._stop_grace)
+            except TimeoutError:
+                _log.warning("discord: stopping with %d message(s) not handed over", self._queue.qsize() + 1)
+            worker.cancel()
+            await asyncio.gather(worker, return_exceptions=True)
+        self._restore_endpoints()
+        _log.info("discord: stopped")
+
+    def _build_client(self) -> discord.Client:
+        options = {"intents": intents(), "guild_ready_timeout": self._guild_ready_timeout}
+        if self._settings.shard_ids is not None or self._settings.shard_count is not None:
+            return ShardedClient(
+                self, shard_ids=self._settings.shard_ids, shard_count=self._settings.shard_count, **options
+            )
+        return Client(self, **options)
+
+    async def _login(self, client: discord.Client) -> None:
+        try:
+            await client.login(self._token)
+        except discord.LoginFailure as exc:
+            raise AdapterError(
+                "Discord refused the bot token (401 on /users/@me): check DISCORD_BOT_TOKEN"
+            ) from exc
+        except discord.HTTPException as exc:
+            raise AdapterError(f"Discord login failed: HTTP {exc.status} {exc.text}") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise AdapterError(f"Discord is unreachable at {discord.http.Route.BASE}: {exc}") from exc
+
+    async def _discover_gateway(self, client: discord.Client) -> None:
+        try:
+            _, url, _ = await client.http.get_bot_gateway()
+        except (discord.GatewayNotFound, aiohttp.ClientError, OSError) as exc:
+            raise AdapterError(
+                f"Discord: could not ask {discord.http.Route.BASE} for its gateway: {exc}"
+            ) from exc
+        set_gateway(url)
+
+    async def _wait_ready(self, connect: asyncio.Task[None]) -> None:
+        ready = asyncio.create_task(self._ready.wait())
+        try:
+            await asyncio.wait(
+                {ready, connect}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            ready.cancel()
+        if self._ready.is_set():
+            return
+        gateway = DiscordWebSocket.DEFAULT_GATEWAY
+        if not connect.done():
+            raise AdapterError(
+                f"Discord: no READY from the gateway at {gateway} within {self._ready_timeout:g} s"
+            )
+        exc = connect.exception()
+        if isinstance(exc, discord.PrivilegedIntentsRequired):
+            raise AdapterError(
+                "Discord refused the message content intent: enable it for the bot in the Developer "
+                "Portal (Bot -> Privileged Gateway Intents -> Message Content)"
+            ) from exc
+        if isinstance(exc, discord.ConnectionClosed):
+            raise AdapterError(
+                f"Discord gateway closed the connection (code {exc.code}): {exc.reason}"
+            ) from exc
+        # discord.py 2.7 trips over its own None websocket after a failed first connect: the
+        # AttributeError's context is the real cause (refused connection, failed handshake).
+        cause = exc.__context__ if isinstance(exc, AttributeError) and exc.__context__ else exc
+        raise AdapterError(f"Discord: could not connect to the gateway at {gateway}: {cause}") from exc
+
+    @staticmethod
+    async def _close(client: discord.Client, connect: asyncio.Task[None] | None) -> None:
+        await client.close()
+        if connect is None:
+            return
+        if not connect.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(connect), 5.0)
+            connect.cancel()
+        results = await asyncio.gather(connect, return_exceptions=True)
+        if isinstance(results[0], discord.ConnectionClosed):
+            _log.debug("discord: connection closed: %s", results[0])
+
+    def _connection_ended(self, task: asyncio.Task[None]) -> None:
+        if self._client is not None and not task.cancelled() and task.exception() is not None:
+            _log.error(
+                "discord: the gateway connection failed; no more messages arrive", exc_info=task.exception()
+            )
+
+    def _restore_endpoints(self) -> None:
+        if self._restore is not None:
+            self._restore()
+            self._restore = None
+
+    # --- intake ----------------------------------------------------------------------------------
+
+    def client_ready(self) -> None:
+        self._ready.set()
+
+    def client_message(self, message: discord.Message, *, edited: bool) -> None:
+        self._queue.put_nowait((message, edited))
+
+    async def _intake(self, handler: InboundHandler) -> None:
+        """The one consumer: convert each message in order and hand it to the gateway."""
+        while True:
+            message, edited = await self._queue.get()
+            try:
+                inbound = await self._convert(message, edited)
+                if inbound is not None:
+                    await self._deliver(handler, inbound)
+            finally:
+                self._queue.task_done()
+
+    async def _convert(self, message: discord.Message, edited: bool) -> InboundMessage | None:
+        # While stopping (client closed) the queue drains without downloading attachments.
+        limits = self._limits if self._client is not None else ReadLimits(self._limits.max_text_bytes, False)
+        try:
+            return await to_inbound(
+                message, bot_id=self._bot_id, ambient=self._settings.ambient, edited=edited, limits=limits
+            )
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            _log.warning("discord: could not read message %s: %r", getattr(message, "id", "?"), exc)
+            return None
+
+    async def _deliver(self, handler: InboundHandler, inbound: InboundMessage) -> None:
+        delay = 0.5
+        for attempt in range(1, self._intake_attempts + 1):
+            try:
+                await handler(inbound)
+                return
+            except Exception as exc:  # the gateway's intake failed: not committed, so try again
+                if attempt == self._intake_attempts:
+                    _log.error(
+                        "discord: gave up handing message %s to the gateway after %d attempts",
+                        inbound.platform_message_id,
+                        attempt,
+                        exc_info=exc,
+                    )
+                    return
+                _log.warning("discord: intake failed (%s); retrying in %.1f s", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    # --- sending ---------------------------------------------------------------------------------
+
+    async def send(self, target: OutboundTarget, text: str) -> list[str]:
+        """Send ``text`` to the chat (or its thread), replying to ``reply_to_message_id`` when set.
+
+        ``text`` should already fit (the gateway splits); a longer text is split here rather than
+        refused. Returns the Discord message ids.
+        """
+        client = self._require_client()
+        if not text.strip():
+            return []
+        parts = (
+            [text]
+            if self.measure(text) <= self.text_limit
+            else split_message(text, self.text_limit, measure=self.measure)
+        )
+        channel_id = int(target.thread_id or target.chat_id)
+        channel = _channel(client, channel_id)
+        reference = _reference(target, channel_id)
+        ids: list[str] = []
+        for index, part in enumerate(parts):  # only the first part is a reply
+            ids.append(await _post(channel, channel_id, part, reference if index == 0 else None))
+        return ids
+
+    async def send_typing(self, target: OutboundTarget) -> None:
+        """Best effort: Discord shows "typing…" for ~10 s; a failure is logged, never raised."""
+        client = self._require_client()
+        try:
+            await _channel(client, int(target.thread_id or target.chat_id)).typing()
+        except _SEND_ERRORS as exc:
+            _log.debug("discord: typing indicator failed: %s", exc)
+
+    def _require_client(self) -> discord.Client:
+        if self._client is None:
+            raise AdapterError("Discord adapter is not started")
+        return self._client
+
+
+def _channel(client: discord.Client, channel_id: int) -> discord.abc.Messageable:
+    """The cached channel, else a partial one: posting needs only the id, not a REST fetch."""
+    cached = client.get_channel(channel_id)
+    if isinstance(cached, discord.abc.Messageable):
+        return cached
+    return client.get_partial_messageable(channel_id)
+
+
+async def _post(
+    channel: discord.abc.Messageable, channel_id: int, text: str, reference: discord.MessageReference | None
+) -> str:
+    try:
+        if reference is None:
+            sent = await channel.send(text, allowed_mentions=_MENTIONS)
+        else:
+            sent = await channel.send(text, reference=reference, allowed_mentions=_MENTIONS)
+    except discord.Forbidden as exc:
+        raise AdapterError(f"Discord: no permission to post in channel {channel_id}: {exc.text}") from exc
+    except discord.NotFound as exc:
+        raise AdapterError(f"Discord: unknown channel {channel_id}: {exc.text}") from exc
+    except _SEND_ERRORS as exc:
+        raise AdapterError(f"Discord send failed: {exc}") from exc
+    return str(sent.id)
+
+
+def _reference(target: OutboundTarget, channel_id: int) -> discord.MessageReference | None:
+    if not target.reply_to_message_id:
+        return None
+    # A deleted original must not lose the answer: send it as a plain message then.
+    return discord.MessageReference(
+        message_id=int(target.reply_to_message_id), channel_id=channel_id, fail_if_not_exists=False
+    )
+
+
+def _check_shards(settings: DiscordSettings) -> None:
+    ids, count = settings.shard_ids, settings.shard_count
+    if ids is not None and count is None:
+        raise ConfigError("HYGIEIA_DISCORD__SHARD_IDS needs HYGIEIA_DISCORD__SHARD_COUNT")
+    if count is not None and (count < 1 or any(not 0 <= i < count for i in ids or ())):
+        raise ConfigError(f"HYGIEIA_DISCORD__SHARD_IDS must be within 0..{(count or 1) - 1}")

@@ -1,0 +1,541 @@
+"""A fake Discord (REST API v10 + gateway websocket) on 127.0.0.1 that discord.py talks to unchanged.
+
+REST under ``/api/v10`` with ``Authorization: Bot <token>``; JSON answers carry
+``Content-Type: application/json`` exactly (discord.py reads anything else as text). Rate-limit
+headers (``X-RateLimit-*``) on every answer, fixed-window buckets per route and channel, and
+Discord's 429 body (``retry_after`` float, ``global``) with a ``Via`` header (without it
+discord.py takes a 429 for a Cloudflare ban and does not retry). The gateway at ``/gateway``
+speaks plain JSON text frames: HELLO, heartbeat ACKs, IDENTIFY -> READY + GUILD_CREATE,
+RESUME -> replay of missed events + RESUMED, and dispatches with increasing ``s``.
+
+    async with FakeDiscord() as fake:
+        adapter = DiscordAdapter(fake.token, api_base=fake.api_base, gateway_url=fake.gateway_url, ...)
+        fake.push_message(fake.channel_id, "hi", author_id=USER, author_name="ann", guild_id=fake.guild_id)
+        await fake.wait_for_sent(1)
+        fake.fail_next("POST /channels/{id}/messages", 429, retry_after=0.2)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+import time
+from collections import defaultdict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from tests.fakes import discord_wire as wire
+
+DISCORD_EPOCH_MS = 1_420_070_400_000
+MAX_CONTENT = 2000
+BOT_ID = 1_300_000_000_000_000_001
+GUILD_ID = 1_300_000_000_000_000_100
+CHANNEL_ID = 1_300_000_000_000_000_200
+_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
+    (method, re.compile(pattern), template)
+    for method, pattern, template in (
+        ("GET", r"^/users/@me$", "/users/@me"),
+        ("GET", r"^/oauth2/applications/@me$", "/oauth2/applications/@me"),
+        ("GET", r"^/gateway$", "/gateway"),
+        ("GET", r"^/gateway/bot$", "/gateway/bot"),
+        ("GET", r"^/channels/(\d+)$", "/channels/{id}"),
+        ("POST", r"^/channels/(\d+)/messages$", "/channels/{id}/messages"),
+        ("POST", r"^/channels/(\d+)/typing$", "/channels/{id}/typing"),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FakeAttachment:
+    """A file on a pushed message; served back at its ``url`` by the fake."""
+
+    filename: str
+    content: bytes
+    content_type: str | None = None
+
+
+@dataclass(slots=True)
+class SentMessage:
+    """One message the bot created, as the fake stored it."""
+
+    channel_id: int
+    content: str
+    message_reference: dict[str, Any] | None
+    message_id: int
+    payload: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ApiCall:
+    method: str
+    path: str
+    status: int
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(slots=True)
+class _Failure:
+    status: int
+    retry_after: float | None
+    is_global: bool
+
+
+@dataclass(slots=True)
+class _Session:
+    """A gateway session: survives its websocket so a RESUME can replay what was missed."""
+
+    id: str
+    shard: tuple[int, int]
+    seq: int = 0
+    backlog: list[tuple[int, str]] = field(default_factory=list)
+    outbox: asyncio.Queue[str | None] | None = None
+
+
+class FakeDiscord:
+    """The fake server plus helpers that play the users' side."""
+
+    def __init__(
+        self,
+        *,
+        token: str = "fake-discord-token",
+        bot_id: int = BOT_ID,
+        bot_name: str = "hygieia",
+        guilds: Mapping[int, Sequence[int]] | None = None,
+        heartbeat_interval: int = 41_250,
+        rate_limit: tuple[int, float] = (5, 5.0),
+    ) -> None:
+        self.token = token
+        self.bot_user: dict[str, Any] = wire.user(bot_id, bot_name, bot=True)
+        self.guilds: dict[int, list[int]] = {
+            g: list(c) for g, c in (guilds or {GUILD_ID: [CHANNEL_ID]}).items()
+        }
+        self.heartbeat_interval = heartbeat_interval
+        self.sent: list[SentMessage] = []
+        self.requests: list[ApiCall] = []
+        self.typing: list[int] = []
+        self.identify_count = 0
+        self.resume_count = 0
+        self.heartbeats = 0
+        self.identify_payloads: list[dict[str, Any]] = []
+        self._channels: dict[int, dict[str, Any]] = {}  # channel id -> channel object (DMs, threads too)
+        self._messages: dict[int, dict[str, Any]] = {}  # message id -> message object
+        self._files: dict[str, FakeAttachment] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._sockets: set[web.WebSocketResponse] = set()
+        self._failures: defaultdict[str, deque[_Failure]] = defaultdict(deque)
+        self._buckets = wire.Buckets(*rate_limit)
+        self._sent_changed = asyncio.Condition()
+        self._last_snowflake = 0
+        self._session_ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        for guild_id, channel_ids in self.guilds.items():
+            for position, channel_id in enumerate(channel_ids):
+                self._channels[channel_id] = wire.text_channel(channel_id, guild_id, position)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeDiscord:
+        app = web.Application()
+        app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{key}/{filename}", self._download)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for session in self._sessions.values():
+            if session.outbox is not None:
+                session.outbox.put_nowait(None)
+        for ws in list(self._sockets):
+            await ws.close(code=1001)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_base(self) -> str:
+        """What HYGIEIA_DISCORD_API_BASE would be set to (discord.py's ``Route.BASE``)."""
+        return f"{self.root}/api/v10"
+
+    @property
+    def gateway_url(self) -> str:
+        """What HYGIEIA_DISCORD_GATEWAY_URL would be set to."""
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    @property
+    def bot_id(self) -> int:
+        return int(self.bot_user["id"])
+
+    @property
+    def bot_mention(self) -> str:
+        return f"<@{self.bot_id}>"
+
+    @property
+    def guild_id(self) -> int:
+        return next(iter(self.guilds))
+
+    @property
+    def channel_id(self) -> int:
+        return self.guilds[self.guild_id][0]
+
+    def snowflake(self) -> int:
+        """A fresh, increasing Discord snowflake for the current time."""
+        value = (int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22
+        self._last_snowflake = max(value, self._last_snowflake + 1)
+        return self._last_snowflake
+
+    # --- the users' side ------------------------------------------------------------------------
+
+    def push_message(
+        self,
+        channel_id: int,
+        content: str,
+        *,
+        author_id: int,
+        author_name: str,
+        guild_id: int | None = None,
+        mentions_bot: bool = False,
+        reply_to_bot: bool = False,
+        thread: bool | int = False,
+        attachments: Sequence[FakeAttachment] | None = None,
+        author_is_bot: bool = False,
+    ) -> dict[str, Any]:
+        """Dispatch a realistic MESSAGE_CREATE and return its payload.
+
+        ``guild_id=None`` is a DM (``channel_id`` is then the DM channel). ``mentions_bot`` puts
+        ``<@bot>`` in front of the content unless it is already there. ``thread=True`` opens a
+        new public thread under ``channel_id`` (THREAD_CREATE first) and posts in it; an int
+        posts in that existing thread.
+        """
+        author = wire.user(author_id, author_name, bot=author_is_bot)
+        if guild_id is None:
+            self._channels.setdefault(channel_id, wire.dm_channel(channel_id, author))
+        elif thread:
+            channel_id = self._thread(channel_id, guild_id, author_id) if thread is True else int(thread)
+        if mentions_bot and self.bot_mention not in content:
+            content = f"{self.bot_mention} {content}"
+        msg = self._message(channel_id, guild_id, author, content)
+        if guild_id is not None:
+            msg["member"] = wire.member()
+        if mentions_bot:
+            mentioned = dict(self.bot_user)
+            if guild_id is not None:
+                mentioned["member"] = wire.member()
+            msg["mentions"] = [mentioned]
+        if reply_to_bot:
+            referenced = self._last_bot_message(channel_id, guild_id)
+            msg["type"] = 19
+            msg["message_reference"] = {
+                "type": 0,
+                "message_id": referenced["id"],
+                "channel_id": str(channel_id),
+            }
+            if guild_id is not None:
+                msg["message_reference"]["guild_id"] = str(guild_id)
+            msg["referenced_message"] = referenced
+        msg["attachments"] = [self._attachment(a) for a in attachments or ()]
+        self._messages[int(msg["id"])] = msg
+        self.dispatch("MESSAGE_CREATE", msg, guild_id=guild_id)
+        return msg
+
+    def push_edit(self, message: dict[str, Any], content: str) -> dict[str, Any]:
+        """Dispatch MESSAGE_UPDATE for a pushed message with new content (a full message object)."""
+        edited = {**message, "content": content, "edited_timestamp": wire.iso(datetime.now(UTC))}
+        self._messages[int(edited["id"])] = edited
+        guild = edited.get("guild_id")
+        self.dispatch("MESSAGE_UPDATE", edited, guild_id=None if guild is None else int(guild))
+        return edited
+
+    def dispatch(self, event: str, data: Any, *, guild_id: int | None = None) -> None:
+        """Send a dispatch (op 0) to every session whose shard owns ``guild_id`` (DMs: shard 0).
+
+        A session whose socket is down keeps the event and replays it on RESUME.
+        """
+        for session in self._sessions.values():
+            shard_id, shard_count = session.shard
+            owner = 0 if guild_id is None else (guild_id >> 22) % shard_count
+            if owner == shard_id:
+                self._send_dispatch(session, event, data)
+
+    def fail_next(
+        self, route: str, status: int, *, retry_after: float = 1.0, is_global: bool = False, times: int = 1
+    ) -> None:
+        """Answer the next ``times`` requests to ``route`` with ``status`` instead of handling them.
+
+        ``route`` is "METHOD /path" with the path either literal ("POST /channels/42/messages")
+        or a template ("POST /channels/{id}/messages").
+        """
+        for _ in range(times):
+            self._failures[route].append(_Failure(status, retry_after if status == 429 else None, is_global))
+
+    async def drop_connections(self, code: int = 4000) -> None:
+        """Close every gateway socket with a resumable close code (the client should RESUME)."""
+        for ws in list(self._sockets):
+            await ws.close(code=code)
+
+    async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[SentMessage]:  # noqa: ASYNC109
+        async def enough() -> None:
+            async with self._sent_changed:
+                await self._sent_changed.wait_for(lambda: len(self.sent) >= n)
+
+        try:
+            await asyncio.wait_for(enough(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"timed out waiting for {n} sent messages (have {len(self.sent)})") from None
+        return list(self.sent)
+
+    # --- REST -----------------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.StreamResponse:
+        path = "/" + request.match_info["path"]
+        method = request.method
+        found = next(((t, m) for meth, rx, t in _ROUTES if meth == method and (m := rx.match(path))), None)
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            return self._record(
+                method, path, wire.json_response({"message": "401: Unauthorized", "code": 0}, 401)
+            )
+        if found is None:
+            return self._record(
+                method, path, wire.json_response({"message": "404: Not Found", "code": 0}, 404)
+            )
+        template, match = found
+        bucket = f"{method} {template}:{match.group(1) if match.groups() else ''}"
+        failure = self._take_failure(f"{method} {path}") or self._take_failure(f"{method} {template}")
+        if failure is not None:
+            return self._record(method, path, self._failure_response(failure, bucket))
+        wait = self._buckets.take(bucket)
+        if wait is not None:
+            return self._record(method, path, self._failure_response(_Failure(429, wait, False), bucket))
+        channel_id = int(match.group(1)) if match.groups() else None
+        response = await self._handle(method, template, channel_id, request)
+        self._buckets.stamp(response, bucket)
+        return self._record(method, path, response)
+
+    async def _handle(
+        self, method: str, template: str, channel_id: int | None, request: web.Request
+    ) -> web.Response:
+        if template == "/users/@me":
+            return wire.json_response(self.bot_user)
+        if template == "/oauth2/applications/@me":
+            return wire.json_response(wire.application(self.bot_user))
+        if template == "/gateway":
+            return wire.json_response({"url": self.gateway_url})
+        if template == "/gateway/bot":
+            limit = {"total": 1000, "remaining": 999, "reset_after": 86_400_000, "max_concurrency": 1}
+            return wire.json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+        assert channel_id is not None
+        channel = self._channels.get(channel_id)
+        if channel is None:
+            return wire.json_response({"message": "Unknown Channel", "code": 10003}, 404)
+        if template == "/channels/{id}":
+            return wire.json_response(channel)
+        if template == "/channels/{id}/typing":
+            self.typing.append(channel_id)
+            return web.Response(status=204)
+        return await self._create_message(channel, await request.json())
+
+    async def _create_message(self, channel: dict[str, Any], body: dict[str, Any]) -> web.Response:
+        content = body.get("content") or ""
+        if not content.strip() and not body.get("embeds"):
+            return wire.json_response({"message": "Cannot send an empty message", "code": 50006}, 400)
+        if len(content) > MAX_CONTENT:
+            error = {"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {MAX_CONTENT} or fewer in length."}
+            return wire.invalid_form("content", error)
+        reference = body.get("message_reference")
+        channel_id = int(channel["id"])
+        if reference is not None:
+            target = self._messages.get(int(reference.get("message_id") or 0))
+            if (target is None or int(target["channel_id"]) != channel_id) and reference.get(
+                "fail_if_not_exists", True
+            ):
+                error = {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}
+                return wire.invalid_form("message_reference", error)
+        guild = channel.get("guild_id")
+        msg = self._message(channel_id, None if guild is None else int(guild), self.bot_user, content)
+        if reference is not None and int(reference.get("message_id") or 0) in self._messages:
+            msg["type"] = 19
+            msg["message_reference"] = {"type": 0, **reference}
+            msg["referenced_message"] = self._messages[int(reference["message_id"])]
+        self._messages[int(msg["id"])] = msg
+        async with self._sent_changed:
+            self.sent.append(SentMessage(channel_id, content, reference, int(msg["id"]), body))
+            self._sent_changed.notify_all()
+        self.dispatch(
+            "MESSAGE_CREATE", msg, guild_id=None if guild is None else int(guild)
+        )  # as Discord echoes it
+        return wire.json_response(msg)
+
+    def _take_failure(self, key: str) -> _Failure | None:
+        queue = self._failures.get(key)
+        return queue.popleft() if queue else None
+
+    def _failure_response(self, failure: _Failure, bucket: str) -> web.Response:
+        if failure.status != 429:
+            return wire.json_response(
+                {"message": f"{failure.status}: Server Error", "code": 0}, failure.status
+            )
+        retry_after = failure.retry_after or 1.0
+        response = wire.rate_limited(retry_after, is_global=failure.is_global)
+        self._buckets.stamp(response, bucket, remaining=0, reset_after=retry_after)
+        return response
+
+    def _record(self, method: str, path: str, response: web.Response) -> web.Response:
+        self.requests.append(ApiCall(method, path, response.status))
+        return response
+
+    async def _download(self, request: web.Request) -> web.Response:
+        found = self._files.get(request.match_info["key"])
+        if found is None or found.filename != request.match_info["filename"]:
+            return web.Response(status=404)
+        mime = found.content_type or "application/octet-stream"
+        return web.Response(body=found.content, headers={"Content-Type": mime})
+
+    # --- gateway --------------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        writer = asyncio.create_task(_write(ws, outbox))
+        session: _Session | None = None
+        hello = {"heartbeat_interval": self.heartbeat_interval, "_trace": ["fake-gateway"]}
+        outbox.put_nowait(wire.frame(10, hello))
+        try:
+            async for frame in ws:
+                if frame.type is not WSMsgType.TEXT:
+                    continue
+                payload = json.loads(frame.data)
+                op, data = payload.get("op"), payload.get("d")
+                if op == 1:
+                    self.heartbeats += 1
+                    outbox.put_nowait(wire.frame(11, None))
+                elif op == 2:
+                    session = self._identify(data, outbox)
+                    if session is None:
+                        await ws.close(code=4004, message=b"Authentication failed.")
+                elif op == 6:
+                    session = self._resume(data, outbox)
+        finally:
+            if session is not None and session.outbox is outbox:
+                session.outbox = None
+            outbox.put_nowait(None)
+            await asyncio.gather(writer, return_exceptions=True)
+            self._sockets.discard(ws)
+        return ws
+
+    def _identify(self, data: dict[str, Any], outbox: asyncio.Queue[str | None]) -> _Session | None:
+        if data.get("token") != self.token:
+            return None
+        self.identify_count += 1
+        self.identify_payloads.append(data)
+        shard = tuple(data.get("shard") or (0, 1))
+        session = _Session(f"fake-session-{next(self._session_ids)}", (int(shard[0]), int(shard[1])))
+        session.outbox = outbox
+        self._sessions[session.id] = session
+        mine = [g for g in self.guilds if (g >> 22) % session.shard[1] == session.shard[0]]
+        ready = {
+            "v": 10,
+            "user": self.bot_user,
+            "guilds": [{"id": str(g), "unavailable": True} for g in mine],
+            "session_id": session.id,
+            "resume_gateway_url": self.gateway_url,
+            "shard": list(session.shard),
+            "application": {"id": self.bot_user["id"], "flags": 0},
+            "private_channels": [],
+            "relationships": [],
+            "user_settings": {},
+            "session_type": "normal",
+            "_trace": ["fake-gateway"],
+        }
+        self._send_dispatch(session, "READY", ready)
+        for guild_id in mine:
+            self._send_dispatch(session, "GUILD_CREATE", self._guild(guild_id))
+        return session
+
+    def _resume(self, data: dict[str, Any], outbox: asyncio.Queue[str | None]) -> _Session | None:
+        session = self._sessions.get(str(data.get("session_id")))
+        if session is None or data.get("token") != self.token:
+            outbox.put_nowait(wire.frame(9, False))
+            return None
+        self.resume_count += 1
+        session.outbox = outbox
+        last = int(data.get("seq") or 0)
+        for seq, frame in session.backlog:
+            if seq > last:
+                outbox.put_nowait(frame)
+        self._send_dispatch(session, "RESUMED", {"_trace": ["fake-gateway"]})
+        return session
+
+    def _send_dispatch(self, session: _Session, event: str, data: Any) -> None:
+        session.seq += 1
+        frame = json.dumps({"op": 0, "s": session.seq, "t": event, "d": data})
+        session.backlog.append((session.seq, frame))
+        if session.outbox is not None:
+            session.outbox.put_nowait(frame)
+
+    # --- payloads -------------------------------------------------------------------------------
+
+    def _guild(self, guild_id: int) -> dict[str, Any]:
+        channels = [c for c in self._channels.values() if c.get("guild_id") == str(guild_id)]
+        return wire.guild(guild_id, channels, self.bot_user)
+
+    def _message(
+        self, channel_id: int, guild_id: int | None, author: dict[str, Any], content: str
+    ) -> dict[str, Any]:
+        return wire.message(self.snowflake(), channel_id, guild_id, author, content)
+
+    def _thread(self, parent_id: int, guild_id: int, owner_id: int) -> int:
+        thread_id = self.snowflake()
+        thread = wire.thread(thread_id, parent_id, guild_id, owner_id)
+        self._channels[thread_id] = thread
+        self.dispatch("THREAD_CREATE", {**thread, "newly_created": True}, guild_id=guild_id)
+        return thread_id
+
+    def _last_bot_message(self, channel_id: int, guild_id: int | None) -> dict[str, Any]:
+        for sent in reversed(self.sent):
+            if sent.channel_id == channel_id:
+                return self._messages[sent.message_id]
+        earlier = self._message(channel_id, guild_id, self.bot_user, "an earlier answer")
+        self._messages[int(earlier["id"])] = earlier
+        return earlier
+
+    def _attachment(self, attachment: FakeAttachment) -> dict[str, Any]:
+        key = str(self.snowflake())
+        self._files[key] = attachment
+        url = f"{self.root}/attachments/{key}/{attachment.filename}"
+        data: dict[str, Any] = {
+            "id": key,
+            "filename": attachment.filename,
+            "size": len(attachment.content),
+            "url": url,
+            "proxy_url": url,
+        }
+        if attachment.content_type is not None:
+            data["content_type"] = attachment.content_type
+        return data
+
+
+async def _write(ws: web.WebSocketResponse, outbox: asyncio.Queue[str | None]) -> None:
+    """The one writer of a socket, so frames leave in the order they were queued."""
+    while (frame := await outbox.get()) is not None:
+        if ws.closed:
+            return
+        with contextlib.suppress(ConnectionError):
+            await ws.send_str(frame)
