@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.compressor import ContextCompressor
+from agent.errors import ConfigError
 from agent.llm import AnthropicProvider
 from agent.loop import AgentLoop
 from agent.offline import OfflineProvider
@@ -29,6 +30,8 @@ from gateway.delivery import Delivery
 from gateway.dispatch import Gateway
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.console import ConsoleAdapter
+from gateway.platforms.discord import DiscordAdapter
+from gateway.platforms.telegram import TelegramAdapter
 from gateway.scheduler import Scheduler
 from gateway.sessions import SessionDirectory
 from gateway.store.db import Database
@@ -57,7 +60,10 @@ def build_provider(settings: Settings) -> LLMProvider:
 
 
 def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[PlatformAdapter]:
-    """Adapters for ``platforms``; without a list, every platform whose token is set, else the console."""
+    """Adapters for ``platforms``; without a list, every platform whose token is set, else the console.
+
+    Asking for a platform whose token is not set is a configuration error, not a silent skip.
+    """
     wanted = list(platforms) if platforms else []
     if not wanted:
         if settings.telegram_bot_token is not None:
@@ -71,31 +77,29 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
         if name == "console":
             adapters.append(ConsoleAdapter())
         elif name == "telegram":
-            telegram = _telegram_adapter(settings)
-            if telegram is not None:
-                adapters.append(telegram)
+            if settings.telegram_bot_token is None:
+                raise ConfigError("TELEGRAM_BOT_TOKEN: not set, but --platform telegram was asked for")
+            adapters.append(
+                TelegramAdapter(
+                    settings.telegram_bot_token.get_secret_value(),
+                    base_url=settings.telegram_base_url,
+                    settings=settings.telegram,
+                )
+            )
         elif name == "discord":
-            _log.warning("discord is not available yet in this version; skipping it")
+            if settings.discord_bot_token is None:
+                raise ConfigError("DISCORD_BOT_TOKEN: not set, but --platform discord was asked for")
+            adapters.append(
+                DiscordAdapter(
+                    settings.discord_bot_token.get_secret_value(),
+                    api_base=settings.discord_api_base,
+                    gateway_url=settings.discord_gateway_url,
+                    settings=settings.discord,
+                )
+            )
         else:
-            _log.error("unknown platform %r; skipping it", name)
+            raise ConfigError(f"--platform: unknown platform {name!r}; choose console, telegram or discord")
     return adapters
-
-
-def _telegram_adapter(settings: Settings) -> PlatformAdapter | None:
-    if settings.telegram_bot_token is None:
-        _log.error("telegram asked for but TELEGRAM_BOT_TOKEN is not set; skipping it")
-        return None
-    try:
-        from gateway.platforms.telegram import TelegramAdapter  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        _log.error("the telegram adapter is not available: %s", exc)
-        return None
-    adapter: PlatformAdapter = TelegramAdapter(
-        settings.telegram_bot_token.get_secret_value(),
-        base_url=settings.telegram_base_url,
-        settings=settings.telegram,
-    )
-    return adapter
 
 
 def context_window_for(settings: Settings, model: str) -> int:
@@ -221,9 +225,6 @@ async def run_service(
 ) -> int:
     """``hygieia run``: serve until SIGINT/SIGTERM, or until piped console input is used up; exit code."""
     adapters = build_adapters(settings, platforms)
-    if not adapters:
-        _log.error("no platform could be started")
-        return 2
     service = await Service.build(settings, adapters, lease_seconds=lease_seconds)
     console = next((a for a in adapters if isinstance(a, ConsoleAdapter)), None)
     if service.provider.name == "offline":

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from agent.errors import ConfigError
 from agent.types import ChatMessage
 from gateway.config import Settings
 from gateway.platforms.console import console_user
-from gateway.runner import run_service
+from gateway.platforms.discord import DiscordAdapter
+from gateway.platforms.telegram import TelegramAdapter
+from gateway.runner import build_adapters, run_service
 from gateway.store.db import Database
 from gateway.store.repository import Store
 from tests.fakes.anthropic import FakeAnthropic
@@ -233,3 +236,16 @@ async def test_a_process_killed_between_inbox_commit_and_reply_answers_exactly_o
         record = await store.outbox_for_inbox(1)
         assert record is not None and record.status == "sent"
         assert (await store.inbox_get(1)).status == "done"
+
+
+def test_every_platform_with_a_token_is_started_and_the_console_otherwise() -> None:
+    assert [a.name for a in build_adapters(Settings(), None)] == ["console"]
+    both = Settings(telegram_bot_token="123:" + "a" * 35, discord_bot_token="d.t.x")
+    adapters = build_adapters(both, None)
+    assert [type(a) for a in adapters] == [TelegramAdapter, DiscordAdapter]
+
+
+@pytest.mark.parametrize("platform", ["telegram", "discord", "irc"])
+def test_asking_for_a_platform_that_cannot_start_is_a_config_error(platform: str) -> None:
+    with pytest.raises(ConfigError):
+        build_adapters(Settings(), [platform])
