@@ -26,7 +26,9 @@ from gateway.store.db import Database, parse_url
 def alembic_config(url: str | None = None) -> Config:
     """An Alembic config for the installed migrations; ``url`` overrides the environment's."""
     config = Config()
-    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    # __path__ rather than __file__: it also works when the package is found as a namespace
+    # (an editable install made before migrations/ had its __init__.py).
+    config.set_main_option("script_location", str(Path(next(iter(migrations.__path__)))))
     config.set_main_option("path_separator", "os")
     if url is not None:
         config.attributes["sqlalchemy.url"] = url
