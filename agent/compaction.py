@@ -8,13 +8,32 @@ message: only the bookkeeping (cooldown, breaker) is saved.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.storage import ConversationStore
-from agent.types import AgentSession, ChatMessage, CompactionRecord, Trigger
+from agent.types import AgentSession, ChatMessage, CompactionRecord, ContextState, Trigger
 
 _log = logging.getLogger(__name__)
+
+# ContextState.extra key: the limit the API itself reported in a "prompt is too long" error.
+API_LIMIT_KEY = "api_context_limit"
+
+
+def learn_api_limit(state: ContextState, limit_tokens: int | None) -> None:
+    """Remember the real limit from "prompt is too long: N tokens > M maximum" (it can be
+    lower than the nominal window, or than a mistaken HYGIEIA_CONTEXT_WINDOW)."""
+    if limit_tokens is not None and limit_tokens > 0:
+        known = state.extra.get(API_LIMIT_KEY)
+        state.extra[API_LIMIT_KEY] = min(limit_tokens, known) if isinstance(known, int) else limit_tokens
+
+
+def with_api_limit(session: AgentSession, state: ContextState) -> AgentSession:
+    """``session`` with its window lowered to the API-reported limit when that is smaller."""
+    limit = state.extra.get(API_LIMIT_KEY)
+    if isinstance(limit, int) and 0 < limit < session.context_window:
+        return replace(session, context_window=limit)
+    return session
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +57,7 @@ async def compact(
 ) -> CompactionResult:
     """Compress ``session`` now. ``messages`` (the persisted active view) is loaded when not given."""
     state = await store.load_context_state(session.id)
+    session = with_api_limit(session, state)
     view = messages if messages is not None else await store.load_active(session.id)
     outcome = await engine.compress(
         session, view, state, trigger=trigger, focus=focus, prompt_tokens=prompt_tokens

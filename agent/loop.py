@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from agent.compaction import compact
+from agent.compaction import compact, learn_api_limit, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflow, LLMError
 from agent.loop_request import build_request, estimate_request_tokens, turn_ttl
@@ -156,6 +156,7 @@ class AgentLoop:
         """
         view = list(history) if history is not None else await self._store.load_active(session.id)
         state = await self._store.load_context_state(session.id)
+        session = with_api_limit(session, state)
         ttl = turn_ttl(self._caching.cache_ttl, view) if self._caching.enabled else None
         scope = memory_scope or session.key or session.id
         turn = _Turn(session, view, state, scope, ttl, self.tools.definitions())
@@ -281,6 +282,9 @@ class AgentLoop:
                 exc.limit_tokens,
                 extra={"session": turn.session.id, "trigger": "reactive"},
             )
+            learn_api_limit(turn.state, exc.limit_tokens)
+            turn.session = with_api_limit(turn.session, turn.state)
+            await self._store.save_context_state(turn.session.id, turn.state)
             await self._compact(turn, "reactive", exc.actual_tokens)
             request = self._request(turn)
             response = await self._provider.create(request)  # a second overflow propagates

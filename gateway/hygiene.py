@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from agent.compaction import compact
+from agent.compaction import compact, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import CompressionError, LLMError
 from agent.loop_request import estimate_request_tokens
@@ -86,12 +86,13 @@ async def run_hygiene(
     """Check the persisted active history and compact it once when it is over the threshold."""
     if messages is None:
         messages = await store.load_active(session.id)
+    state = await store.load_context_state(session.id)
+    session = with_api_limit(session, state)
     limit = int(settings.hygiene_threshold * session.context_window)
     if not settings.enabled:
         return HygieneReport("disabled", messages, 0, limit)
     if len(messages) < MIN_MESSAGES:
         return HygieneReport("too_few", messages, 0, limit)
-    state = await store.load_context_state(session.id)
     estimate = estimate_request_tokens(session, messages, tools or [], state)
     if estimate < limit:
         return HygieneReport("below", messages, estimate, limit)

@@ -12,7 +12,7 @@ from agent.loop import CANCELLED_RESULT, MAX_TOKENS_RESULT
 from agent.settings import LLMSettings
 from agent.tools import FunctionTool, ToolContext, default_registry
 from agent.types import ChatMessage, ContextState
-from tests.agent.loop_support import exchanges, rig
+from tests.agent.loop_support import exchanges, make_session, rig
 from tests.fakes.anthropic import Reply, error_reply, text_reply, tool_use_reply
 from tests.fakes.memory_store import InMemoryStore
 
@@ -313,3 +313,18 @@ async def test_an_unavailable_exact_count_falls_back_to_the_estimate() -> None:
         result = await r.turn("and now?")
         assert [c.trigger for c in result.compactions] == ["in_loop"]
         assert r.script.log[-1] == "chat" and result.final_text
+
+
+async def test_the_limit_the_api_reports_replaces_a_too_large_configured_window() -> None:
+    # The operator configured 100k, but the model really takes 20k: the first overflow
+    # teaches the session the real limit, and later turns compact before hitting it.
+    async with rig(context_window=20_000, session=make_session(context_window=100_000)) as r:
+        await r.preload(exchanges(60, chars=800))
+        first = await r.turn("first question")
+        assert [c.trigger for c in first.compactions] == ["reactive"]
+        errors_after_first = r.fake.counts["errors"]
+        await r.preload(exchanges(60, chars=800, start=100))
+        second = await r.turn("second question")
+        assert [c.trigger for c in second.compactions] == ["in_loop"]
+        assert r.fake.counts["errors"] == errors_after_first
+        await r.assert_valid()
