@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 ChatType = Literal["dm", "group", "channel"]
+TextFormat = Literal["plain", "markdown", "html"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,9 @@ class PlatformAdapter(ABC):
     name: str = "platform"
     text_limit: int = 4096
     """Longest message the platform accepts, in :meth:`measure` units."""
+    text_format: TextFormat = "plain"
+    """How the adapter renders the model's Markdown-ish text: as is ("plain", "markdown") or
+    converted ("html"); :meth:`send` does the conversion and falls back to plain text."""
 
     @abstractmethod
     async def start(self, handler: InboundHandler) -> None:

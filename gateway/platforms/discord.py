@@ -45,6 +45,7 @@ class DiscordAdapter(PlatformAdapter):
 
     name = PLATFORM
     text_limit = 2000
+    text_format = "markdown"
 
     def __init__(
         self,

@@ -113,6 +113,7 @@ class TelegramAdapter(PlatformAdapter):
 
     name = PLATFORM
     text_limit = 4096
+    text_format = "html"
 
     def __init__(
         self,
