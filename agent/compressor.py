@@ -63,6 +63,8 @@ from agent.types import (
 _log = logging.getLogger(__name__)
 
 TARGET_FRACTION = 0.6
+# From here the next call risks "prompt is too long" (input plus the reply must fit).
+MUST_SHRINK_RATIO = 0.95
 SUMMARY_RATIO = 0.20
 SUMMARY_MIN_TOKENS = 2000
 SUMMARY_MAX_TOKENS = 12_000
@@ -218,8 +220,10 @@ class ContextCompressor(ContextEngine):
             return True
         if self._thrashing(state, prompt_tokens):
             return False
-        if trigger == "hygiene":
+        if prompt_tokens >= session.context_window * MUST_SHRINK_RATIO:
             return True  # must shrink: a breaker or cooldown only turns the summary extractive
+        if trigger == "hygiene":
+            return True  # hygiene keeps its own cooldown ladder (gateway/hygiene.py)
         return not (self._breaker_open(state) or self._cooling(state))
 
     def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt_chars: int) -> None:
@@ -252,7 +256,9 @@ class ContextCompressor(ContextEngine):
     ) -> CompressionOutcome:
         started = time.perf_counter()
         sizes, before = self._sizes(session, state, messages, prompt_tokens)
-        must_shrink = trigger in ("reactive", "hygiene") or before >= session.context_window
+        # Only a context that cannot be sent as it is takes the extractive fallback; below that,
+        # a failed summary leaves the session as it was and a better one comes after the cooldown.
+        must_shrink = trigger == "reactive" or before >= session.context_window * MUST_SHRINK_RATIO
         use_model = trigger == "manual" or not (self._breaker_open(state) or self._cooling(state))
         if not use_model and not must_shrink:
             reason = "circuit breaker open" if self._breaker_open(state) else "summarizer cooling down"

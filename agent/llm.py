@@ -33,6 +33,8 @@ from agent.types import ContentBlock, Usage
 logger = logging.getLogger(__name__)
 
 _TOO_LONG = "prompt is too long"
+_EXCEEDS_LIMIT = "exceed context limit"
+_EXCEEDS_RE = re.compile(r"([\d,]+)\s*\+\s*([\d,]+)\s*>\s*([\d,]+)")
 _ACTUAL_RE = re.compile(r"([\d,]+)\s*tokens\s*>", re.IGNORECASE)
 _LIMIT_RE = re.compile(r">\s*([\d,]+)\s*(?:tokens\s*)?maximum", re.IGNORECASE)
 # Wording of the API's billing errors ("Your credit balance is too low ...", "You have reached
@@ -76,6 +78,14 @@ def _status_error(status: int, message: str, headers: Mapping[str, str]) -> LLME
     if status in (400, 413) and _TOO_LONG in lowered:
         actual, limit = parse_prompt_too_long(message)
         return ContextOverflow(message, actual_tokens=actual, limit_tokens=limit)
+    if status == 400 and _EXCEEDS_LIMIT in lowered:
+        # "input length and `max_tokens` exceed context limit: 195000 + 8192 > 200000": the
+        # input must shrink too, so it is the same overflow (the limit counts the reply).
+        match = _EXCEEDS_RE.search(message)
+        if match:
+            given, reply, limit = (int(g.replace(",", "")) for g in match.groups())
+            return ContextOverflow(message, actual_tokens=given + reply, limit_tokens=limit)
+        return ContextOverflow(message)
     if status == 402 or (status in (400, 403) and any(word in lowered for word in _BILLING_WORDS)):
         return SpendLimitReached(message, status_code=status)
     if status == 413:  # the request body itself is too large: shrinking the context is the cure

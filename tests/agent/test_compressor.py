@@ -324,15 +324,27 @@ async def test_must_shrink_falls_back_to_extractive_summary(
     assert (await store.load_context_state(session.id)).consecutive_failures == 1
 
 
-async def test_breaker_open_hygiene_goes_straight_to_fallback(
+async def test_breaker_open_hygiene_at_the_edge_of_the_window_goes_straight_to_fallback(
     store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
 ) -> None:
     summarizer = ScriptedSummarizer()
     engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
     await store.save_context_state(session.id, ContextState(consecutive_failures=3))
     await persist(store, session.id, conversation(20, **LONG))
-    result = await compact(engine, store, session, trigger="hygiene", prompt_tokens=18_000)
+    result = await compact(engine, store, session, trigger="hygiene", prompt_tokens=19_500)
     assert result.outcome.status == "fallback" and summarizer.requests == []
+
+
+async def test_breaker_open_hygiene_with_room_left_changes_nothing(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = ScriptedSummarizer()
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    await store.save_context_state(session.id, ContextState(consecutive_failures=3))
+    stored = await persist(store, session.id, conversation(20, **LONG))
+    result = await compact(engine, store, session, trigger="hygiene", prompt_tokens=18_000)
+    assert result.record is None and result.outcome.status == "failed"
+    assert await store.load_active(session.id) == stored and summarizer.requests == []
 
 
 async def test_auth_and_spend_errors_leave_everything_unchanged(

@@ -131,6 +131,17 @@ async def test_prompt_too_long_is_context_overflow_with_both_numbers(
     assert error.limit_tokens == 5
 
 
+async def test_input_plus_max_tokens_over_the_limit_is_context_overflow(
+    fake: FakeAnthropic, provider: AnthropicProvider
+) -> None:
+    message = (
+        "input length and `max_tokens` exceed context limit: 195000 + 8192 > 200000, decrease input length"
+    )
+    fake.fail_next(400, "invalid_request_error", message)
+    error = await failing_call(provider, ContextOverflow)
+    assert (error.actual_tokens, error.limit_tokens) == (203_192, 200_000)
+
+
 async def test_rate_limit_carries_retry_after(fake: FakeAnthropic, provider: AnthropicProvider) -> None:
     fake.fail_next(
         429, "rate_limit_error", "Number of request tokens has exceeded your rate limit", {"retry-after": "7"}

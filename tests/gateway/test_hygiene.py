@@ -148,13 +148,28 @@ async def test_a_summarizer_failure_leaves_the_history_byte_identical_and_sets_t
         assert again.status == "cooldown" and len(rig.fake.requests) == calls
 
 
-async def test_a_summarizer_outage_still_shrinks_the_session_with_the_extractive_fallback(
+async def test_a_summarizer_outage_with_room_left_waits_for_a_real_summary(store: Store) -> None:
+    async with gateway_rig(store, context_window=WINDOW) as rig:
+        session = await _session(rig)
+        await _fill(rig, session, 40)
+        await _set_real_count(rig, session, int(0.9 * WINDOW))
+        before = await rig.store.load_active(session.id)
+        rig.fake.fail_next(529, "overloaded_error", "Overloaded")
+
+        report = await _hygiene(rig, session)
+
+        assert report.status == "failed"
+        assert await rig.store.load_active(session.id) == before
+        assert (await rig.store.load_context_state(session.id)).hygiene_failures == 1
+
+
+async def test_a_summarizer_outage_at_the_edge_of_the_window_shrinks_with_the_extractive_fallback(
     store: Store,
 ) -> None:
     async with gateway_rig(store, context_window=WINDOW) as rig:
         session = await _session(rig)
         await _fill(rig, session, 40)
-        await _set_real_count(rig, session, int(0.9 * WINDOW))
+        await _set_real_count(rig, session, int(0.97 * WINDOW))
         rig.fake.fail_next(529, "overloaded_error", "Overloaded")
 
         report = await _hygiene(rig, session)
