@@ -174,7 +174,7 @@ def search_sessions(
             when(h.created_at),
             h.author_name or h.role,
             "active" if h.active else "archived",
-            h.snippet,
+            Text(h.snippet),  # plain: the snippet marks hits with [ ], which Rich would take for markup
         )
     out.print(table)
 

@@ -19,6 +19,7 @@ import enum
 import logging
 import os
 import socket
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -62,7 +63,8 @@ def utcnow() -> datetime:
 
 
 def default_worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    # Unique per Gateway, not per process: stop() hands back exactly this gateway's claims.
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class _Outcome(enum.Enum):
@@ -135,14 +137,24 @@ class Gateway:
             timer.cancel()
         self._timers.clear()
         workers = list(self._workers.values())
-        if not workers:
+        if workers:
+            _done, late = await asyncio.wait(workers, timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                _log.warning(
+                    "%d turn(s) did not finish within %.0fs; they resume on restart", len(late), grace
+                )
+                await asyncio.gather(*late, return_exceptions=True)
+        # Unfinished items are still leased to us: without this a restart (or another worker)
+        # would leave them unanswered until the lease ran out, and nothing would kick them then.
+        try:
+            released = await self._store.inbox_release(worker=self._worker_id)
+        except Exception:  # stopping goes on regardless; the leases then simply expire
+            _log.exception("could not hand back unfinished inbox items")
             return
-        _done, late = await asyncio.wait(workers, timeout=grace)
-        for task in late:
-            task.cancel()
-        if late:
-            _log.warning("%d turn(s) did not finish within %.0fs; they resume on restart", len(late), grace)
-            await asyncio.gather(*late, return_exceptions=True)
+        if released:
+            _log.info("%d unfinished message(s) left for the next start", released)
 
     async def wait_idle(self) -> None:
         """Until no session has work in progress (tests and the console's pipe mode use it)."""

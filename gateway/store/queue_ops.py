@@ -122,6 +122,17 @@ class QueueOps(Repo):
             for part in chunks(list(ids)):
                 await s.execute(update(inbox).where(inbox.c.id.in_(part)).values(**values))
 
+    async def inbox_release(self, *, worker: str) -> int:
+        """Hand back the items ``worker`` still holds (it is stopping): pending again at once, not
+        after the lease runs out. Returns how many."""
+        async with self._tx() as s:
+            result = await s.execute(
+                update(inbox)
+                .where(inbox.c.status == "processing", inbox.c.lease_owner == worker)
+                .values(status="pending", lease_owner=None, lease_until=None)
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
     async def inbox_get(self, inbox_id: int) -> InboxRecord:
         async with self._tx(write=False) as s:
             row = (await s.execute(select(inbox).where(inbox.c.id == inbox_id))).mappings().first()

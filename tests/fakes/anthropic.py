@@ -197,6 +197,7 @@ class FakeAnthropic:
         responder: Responder | None = None,
         api_key: str | None = None,
         count_tokens_enabled: bool = True,
+        port: int = 0,
     ) -> None:
         self.context_window = context_window
         self.responder = responder
@@ -211,6 +212,7 @@ class FakeAnthropic:
         self._failures: dict[str, deque[ErrorReply]] = {"messages": deque(), "count_tokens": deque()}
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self._listen_port = port  # 0: any free port
 
     # lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -219,7 +221,7 @@ class FakeAnthropic:
         app.router.add_post("/v1/messages/count_tokens", self._count)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self._listen_port)
         await site.start()
         self._port = int(self._runner.addresses[0][1])
 

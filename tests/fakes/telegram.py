@@ -59,6 +59,8 @@ class FakeTelegram:
         username: str = "hygieia_test_bot",
         long_poll_cap: float = 0.3,
         flood_limit: tuple[int, float] | None = None,
+        port: int = 0,
+        first_update_id: int = 1000,
     ) -> None:
         self.token = token
         self.bot_user: dict[str, Any] = {
@@ -79,7 +81,7 @@ class FakeTelegram:
         self.webhook: dict[str, Any] | None = None
         self.acked_offset = 0
         self._pending: list[dict[str, Any]] = []
-        self._update_ids = itertools.count(1000)
+        self._update_ids = itertools.count(first_update_id)
         self._message_ids: defaultdict[int | str, itertools.count[int]] = defaultdict(
             lambda: itertools.count(1)
         )
@@ -93,6 +95,7 @@ class FakeTelegram:
         self._new_update = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self._listen_port = port  # 0: any free port
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -102,7 +105,7 @@ class FakeTelegram:
         app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self._listen_port)
         await site.start()
         self.port = self._runner.addresses[0][1]
         return self

@@ -1,0 +1,7 @@
+"""``python -m tests.fakes anthropic|telegram ...``: see :mod:`tests.fakes.serve`."""
+
+import sys
+
+from tests.fakes.serve import main
+
+sys.exit(main())
