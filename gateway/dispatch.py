@@ -54,6 +54,7 @@ _log = logging.getLogger(__name__)
 LEASE_SECONDS = 300.0
 RETRY_DELAYS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 WORKER_ERROR_DELAY = 5.0
+SWEEP_MAX_SECONDS = 60.0
 
 EMPTY_REPLY = "(I have nothing to add.)"
 
@@ -118,14 +119,30 @@ class Gateway:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._idle = asyncio.Event()
         self._idle.set()
+        self._sweeper: asyncio.Task[None] | None = None
 
     # lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         """Accept messages and serve what a previous run left: pending or lease-expired inbox items."""
         self._accepting = True
+        await self._kick_claimable()
+        self._sweeper = asyncio.create_task(self._sweep(), name="inbox lease sweep")
+        self._delivery.notify()
+
+    async def _kick_claimable(self) -> None:
         for key in await self._store.inbox_pending_keys():
             self._kick(key)
-        self._delivery.notify()
+
+    async def _sweep(self) -> None:
+        """Serve items whose lease ran out: a worker (here or elsewhere) died holding them, and
+        no new message may ever come to that chat to wake it."""
+        every = max(1.0, min(self._lease / 2, SWEEP_MAX_SECONDS))
+        while self._accepting:
+            await asyncio.sleep(every)
+            try:
+                await self._kick_claimable()
+            except Exception:  # the sweep is a safety net: log, and look again next time
+                _log.exception("inbox sweep failed")
 
     async def stop(self, grace: float) -> None:
         """Stop serving new turns; let running ones finish for ``grace`` seconds, then cancel them.
@@ -133,6 +150,9 @@ class Gateway:
         Whatever is cancelled stays in the inbox and is served again on the next start.
         """
         self._accepting = False
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()

@@ -197,3 +197,21 @@ async def test_a_custom_reply_is_delivered_verbatim(rig: Rig) -> None:
     await rig.say("hi")
     await rig.settle()
     assert rig.adapter.texts == ["exactly this"]
+
+
+async def test_an_item_held_by_a_dead_worker_is_served_once_its_lease_runs_out(store: Store) -> None:
+    # Another worker claimed the message and died; nothing new arrives in that chat.
+    async with gateway_rig(store, start=False, lease_seconds=2.0) as rig:
+        await rig.gateway.intake(inbound("anyone there?", message_id="orphan-1"))
+        [claimed] = await rig.store.inbox_claim(worker="dead", lease_seconds=1.0)
+        await rig.delivery.start()
+        await rig.gateway.start()
+        assert rig.adapter.texts == []  # still leased to the dead worker at start
+
+        for _ in range(60):
+            if rig.adapter.texts:
+                break
+            await asyncio.sleep(0.1)
+        await rig.settle()
+        assert rig.adapter.texts == ["reply: anyone there?"]
+        assert claimed.platform_message_id == "orphan-1"
