@@ -37,10 +37,10 @@ from agent.provider import LLMProvider, LLMRequest
 from agent.redact import redact
 from agent.settings import CompressionSettings
 from agent.tokens import (
-    CHARS_PER_TOKEN,
     calibrate,
     cost_usd,
     estimate_message_tokens,
+    estimate_prompt_tokens,
     estimate_text_tokens,
     message_chars,
     model_info,
@@ -159,14 +159,7 @@ class ContextCompressor(ContextEngine):
         self, session: AgentSession, state: ContextState, messages: Sequence[ChatMessage]
     ) -> int:
         """The best guess of the prompt size: the last real count plus growth since, else an estimate."""
-        chars = prompt_chars(session.system_prompt, messages)
-        ratio = state.chars_per_token
-        last, last_chars = state.last_prompt_tokens, state.last_prompt_chars
-        if last is not None and last_chars is not None and chars >= last_chars:
-            return last + math.ceil((chars - last_chars) / (ratio or CHARS_PER_TOKEN))
-        if ratio:
-            return math.ceil(chars / ratio)
-        return estimate_text_tokens(session.system_prompt) + sum(estimate_message_tokens(m) for m in messages)
+        return estimate_prompt_tokens(session.system_prompt, messages, state)
 
     def _sizes(
         self,

@@ -6,16 +6,14 @@ cached prefix (tools -> system -> messages) stays byte-identical across turns.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from agent.errors import InvalidRequest
 from agent.prompt_caching import apply_cache_control, choose_ttl
 from agent.provider import LLMRequest
-from agent.tokens import CHARS_PER_TOKEN, estimate_messages_tokens, estimate_text_tokens, prompt_chars
+from agent.tokens import estimate_prompt_tokens
 from agent.transcript import repair_tool_pairs, validate_wire
 from agent.types import AgentSession, ChatMessage, ContentBlock, ContextState, text_block
 
@@ -33,22 +31,8 @@ def estimate_request_tokens(
     tools: list[dict[str, Any]],
     state: ContextState,
 ) -> int:
-    """Tokens of the request the view would make: the last REAL prompt size plus the growth
-    since (calibrated), else a calibrated or rough estimate of the whole request."""
-    chars = prompt_chars(session.system_prompt, view)
-    ratio = state.chars_per_token
-    last, last_chars = state.last_prompt_tokens, state.last_prompt_chars
-    if last is not None and last_chars is not None and chars >= last_chars:
-        return last + math.ceil((chars - last_chars) / (ratio or CHARS_PER_TOKEN))
-    if ratio:
-        # The learned ratio already absorbs the tool definitions (real counts include them).
-        return math.ceil(chars / ratio)
-    tools_text = json.dumps(tools, ensure_ascii=False) if tools else ""
-    return (
-        estimate_text_tokens(session.system_prompt)
-        + estimate_messages_tokens(view)
-        + estimate_text_tokens(tools_text)
-    )
+    """Tokens of the request the view would make (see :func:`agent.tokens.estimate_prompt_tokens`)."""
+    return estimate_prompt_tokens(session.system_prompt, view, state, tools=tools)
 
 
 def turn_ttl(setting: str, view: Sequence[ChatMessage]) -> str:

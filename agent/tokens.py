@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from agent.types import ChatMessage, ContentBlock, ContextState, Usage
 
@@ -197,6 +197,31 @@ def estimate_tokens(text_or_messages: str | Sequence[ChatMessage], state: Contex
             return math.ceil(len(text_or_messages) / ratio)
         return estimate_text_tokens(text_or_messages)
     return estimate_messages_tokens(text_or_messages, chars_per_token=ratio)
+
+
+def estimate_prompt_tokens(
+    system_prompt: str,
+    messages: Sequence[ChatMessage],
+    state: ContextState,
+    *,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> int:
+    """The best guess of a prompt's size: the last REAL count plus the growth since (calibrated),
+    else a calibrated estimate of the whole, else a rough one (tools included)."""
+    chars = prompt_chars(system_prompt, messages)
+    ratio = state.chars_per_token
+    last, last_chars = state.last_prompt_tokens, state.last_prompt_chars
+    if last is not None and last_chars is not None and chars >= last_chars:
+        return last + math.ceil((chars - last_chars) / (ratio or CHARS_PER_TOKEN))
+    if ratio:
+        # The learned ratio already absorbs the tool definitions (real counts include them).
+        return math.ceil(chars / ratio)
+    tools_text = json.dumps(list(tools), ensure_ascii=False) if tools else ""
+    return (
+        estimate_text_tokens(system_prompt)
+        + estimate_messages_tokens(messages)
+        + estimate_text_tokens(tools_text)
+    )
 
 
 def calibrate(state: ContextState, prompt_chars: int, real_tokens: int) -> None:
