@@ -1,0 +1,59 @@
+"""The console on a real terminal (a pseudo-terminal): prompt, Rich replies, Ctrl-D to leave."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+
+def _read_until(fd: int, needle: bytes, seen: bytearray, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen.extend(os.read(fd, 4096))
+            except OSError:  # the child closed the terminal
+                break
+    return needle in seen
+
+
+def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_"))
+    }
+    env.update({"HYGIEIA_DATA_DIR": str(tmp_path), "COLUMNS": "120", "TERM": "xterm"})
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "run"],
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        close_fds=True,
+    )
+    os.close(slave)
+    seen = bytearray()
+    try:
+        assert _read_until(master, b"Ctrl-D to leave", seen), seen.decode(errors="replace")
+        os.write(master, b"walrus on the terminal\n")
+        assert _read_until(master, b"walrus on the terminal", seen)  # the terminal's echo
+        assert _read_until(master, b"got your message", seen), seen.decode(errors="replace")
+        os.write(master, b"\x04")  # Ctrl-D: end of input
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
