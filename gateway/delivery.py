@@ -1,6 +1,7 @@
 """The outbox worker: sends stored replies, split to each platform's limit, with retry and backoff.
 
-A reply is in SQL (``outbox``) before it is sent; this worker picks due rows, splits the
+A reply is in SQL (``outbox``) before it is sent; this worker claims due rows for the
+platforms it runs (a lease, so several workers never send one row at once), splits the
 text with the shared splitter, sends the parts in order and records the platform ids.
 A transient :class:`AdapterError` is retried with exponential backoff; after
 ``max_attempts`` the row is marked failed and logged. Delivery is at-least-once at the
@@ -63,6 +64,7 @@ class Delivery:
         base_delay: float = 2.0,
         max_delay: float = 600.0,
         poll_seconds: float = 2.0,
+        lease_seconds: float = 120.0,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._store = store
@@ -71,6 +73,7 @@ class Delivery:
         self._base_delay = base_delay
         self._max_delay = max_delay
         self._poll = poll_seconds
+        self._lease = lease_seconds
         self._clock = clock
         self._wake = asyncio.Event()
         self._round = asyncio.Lock()  # one round at a time, or a due row could be sent twice
@@ -118,7 +121,9 @@ class Delivery:
     async def flush(self) -> int:
         """Deliver every due row once (in order per chat, chats concurrently); returns how many were due."""
         async with self._round:
-            rows = await self._store.outbox_due(self._clock(), limit=200)
+            rows = await self._store.outbox_claim(
+                now=self._clock(), lease_seconds=self._lease, platforms=list(self._adapters), limit=200
+            )
             by_chat: dict[tuple[str, str], list[OutboxRecord]] = {}
             for row in rows:
                 target = row.target

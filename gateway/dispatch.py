@@ -134,12 +134,14 @@ class Gateway:
             self._kick(key)
 
     async def _sweep(self) -> None:
-        """Serve items whose lease ran out: a worker (here or elsewhere) died holding them, and
-        no new message may ever come to that chat to wake it."""
-        every = max(1.0, min(self._lease / 2, SWEEP_MAX_SECONDS))
+        """Keep this worker's leases alive while its turns run (a long turn is not a dead
+        worker), and serve items whose lease ran out: a worker, here or elsewhere, died holding
+        them, and no new message may ever come to that chat to wake it."""
+        every = max(1.0, min(self._lease / 3, SWEEP_MAX_SECONDS))
         while self._accepting:
             await asyncio.sleep(every)
             try:
+                await self._store.inbox_renew(worker=self._worker_id, lease_seconds=self._lease)
                 await self._kick_claimable()
             except Exception:  # the sweep is a safety net: log, and look again next time
                 _log.exception("inbox sweep failed")

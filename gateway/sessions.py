@@ -6,10 +6,11 @@ current (not ended) session; ``/new`` or a reset policy ends it and the next mes
 starts a fresh one under the same key.
 
 Locking: in one process an :class:`asyncio.Lock` per key serializes turns. Across
-several workers on one PostgreSQL database the inbox lease is the coordination point:
-a worker claims a session's pending inbox items with ``inbox_claim(session_key=...)``
-(``FOR UPDATE SKIP LOCKED`` plus a lease expiry), so another worker cannot serve the
-same items until the lease runs out; a worker that dies simply loses its lease.
+several workers on one PostgreSQL database the inbox lease is the session's lease: a
+worker claims a session's pending items with ``inbox_claim(session_key=...)``, which
+claims nothing while another worker holds a live lease on an item of that session
+(claims per key are serialized by an advisory lock). The holder renews its leases while
+its turn runs; a worker that dies stops renewing, and its items become claimable again.
 """
 
 from __future__ import annotations

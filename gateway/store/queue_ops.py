@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound, StoreError
 from gateway.store.base import CONFLICT_RETRIES, Repo, chunks
@@ -74,8 +75,11 @@ class QueueOps(Repo):
     ) -> list[InboxRecord]:
         """Take up to ``limit`` claimable items, oldest first, leased to ``worker``.
 
-        PostgreSQL skips rows another worker is claiming right now (FOR UPDATE SKIP LOCKED);
-        SQLite serializes writers anyway.
+        With ``session_key``, the claim is also the session's lease: nothing is claimed while
+        another worker holds a live lease on an item of the same session, so one session is
+        served by one worker at a time. Claims for one key are serialized (a transaction-scoped
+        advisory lock on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers), and
+        PostgreSQL skips rows another worker is claiming right now (FOR UPDATE SKIP LOCKED).
         """
         now = utcnow()
         stmt = select(inbox.c.id).where(_claimable(now))
@@ -83,6 +87,8 @@ class QueueOps(Repo):
             stmt = stmt.where(inbox.c.session_key == session_key)
         stmt = stmt.order_by(inbox.c.received_at, inbox.c.id).limit(limit).with_for_update(skip_locked=True)
         async with self._tx() as s:
+            if session_key is not None and await self._session_held_elsewhere(s, session_key, worker, now):
+                return []
             ids = [int(i) for i in (await s.scalars(stmt))]
             if not ids:
                 return []
@@ -121,6 +127,29 @@ class QueueOps(Repo):
         async with self._tx() as s:
             for part in chunks(list(ids)):
                 await s.execute(update(inbox).where(inbox.c.id.in_(part)).values(**values))
+
+    async def _session_held_elsewhere(
+        self, s: AsyncSession, session_key: str, worker: str, now: datetime
+    ) -> bool:
+        if self.db.dialect == "postgresql":
+            await s.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(session_key, 0))))
+        held = select(inbox.c.id).where(
+            inbox.c.session_key == session_key,
+            inbox.c.status == "processing",
+            inbox.c.lease_until >= now,
+            inbox.c.lease_owner != worker,
+        )
+        return (await s.scalar(held.limit(1))) is not None
+
+    async def inbox_renew(self, *, worker: str, lease_seconds: float) -> int:
+        """Extend the leases ``worker`` holds (a long turn is not a dead worker). Returns how many."""
+        async with self._tx() as s:
+            result = await s.execute(
+                update(inbox)
+                .where(inbox.c.status == "processing", inbox.c.lease_owner == worker)
+                .values(lease_until=utcnow() + timedelta(seconds=lease_seconds))
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
 
     async def inbox_release(self, *, worker: str) -> int:
         """Hand back the items ``worker`` still holds (it is stopping): pending again at once, not
@@ -190,6 +219,40 @@ class QueueOps(Repo):
         )
         async with self._tx(write=False) as s:
             return [to_outbox(r) for r in (await s.execute(stmt)).mappings()]
+
+    async def outbox_claim(
+        self, *, now: datetime, lease_seconds: float, platforms: Sequence[str], limit: int = 50
+    ) -> list[OutboxRecord]:
+        """Take the due replies for ``platforms``, oldest first, for one delivery round.
+
+        Taking a row moves its next attempt ``lease_seconds`` ahead, so another worker does not
+        send it meanwhile; sent, retried or failed, the row's next state replaces that. A worker
+        that dies mid-send leaves the row due again once the lease passes (at-least-once).
+        """
+        if not platforms:
+            return []
+        platform = outbox.c.target["platform"].as_string()
+        stmt = (
+            select(outbox.c.id)
+            .where(outbox.c.status == "pending", outbox.c.next_attempt_at <= now, platform.in_(platforms))
+            .order_by(outbox.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        async with self._tx() as s:
+            ids = [int(i) for i in await s.scalars(stmt)]
+            if not ids:
+                return []
+            rows = (
+                await s.execute(select(outbox).where(outbox.c.id.in_(ids)).order_by(outbox.c.id))
+            ).mappings()
+            taken = [to_outbox(r) for r in rows]
+            await s.execute(
+                update(outbox)
+                .where(outbox.c.id.in_(ids))
+                .values(next_attempt_at=now + timedelta(seconds=lease_seconds))
+            )
+            return taken
 
     async def outbox_get(self, outbox_id: int) -> OutboxRecord:
         async with self._tx(write=False) as s:

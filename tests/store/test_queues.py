@@ -72,6 +72,43 @@ async def test_concurrent_claims_never_share_an_item(store: Store) -> None:
     assert len(claimed) == len(set(claimed)) == 10
 
 
+async def test_a_session_held_by_another_worker_is_not_claimed(store: Store) -> None:
+    await put(store, "1", key="s")
+    [held] = await store.inbox_claim(worker="w1", lease_seconds=60, session_key="s")
+    second, _ = await put(store, "2", key="s")
+    assert await store.inbox_claim(worker="w2", lease_seconds=60, session_key="s") == []
+    # The holder itself takes the newcomer; once it is done, the session is free again.
+    assert [r.id for r in await store.inbox_claim(worker="w1", lease_seconds=60, session_key="s")] == [second]
+    await store.inbox_mark([held.id, second], "done")
+    third, _ = await put(store, "3", key="s")
+    assert [r.id for r in await store.inbox_claim(worker="w2", lease_seconds=60, session_key="s")] == [third]
+
+
+async def test_a_dead_holders_session_is_claimable_once_its_lease_ran_out(store: Store) -> None:
+    await put(store, "1", key="s")
+    await store.inbox_claim(worker="dead", lease_seconds=-1, session_key="s")
+    await put(store, "2", key="s")
+    claimed = await store.inbox_claim(worker="alive", lease_seconds=60, session_key="s")
+    assert len(claimed) == 2 and {r.lease_owner for r in claimed} == {"alive"}
+
+
+async def test_concurrent_claims_for_one_session_go_to_one_worker(store: Store) -> None:
+    for i in range(6):
+        await put(store, str(i), key="s")
+    batches = await asyncio.gather(
+        *(store.inbox_claim(worker=f"w{n}", lease_seconds=60, session_key="s", limit=2) for n in range(4))
+    )
+    owners = {r.lease_owner for batch in batches for r in batch}
+    assert len(owners) == 1 and sum(len(b) for b in batches) == 2
+
+
+async def test_renewing_keeps_a_long_turns_lease(store: Store) -> None:
+    await put(store, "1", key="s")
+    await store.inbox_claim(worker="w1", lease_seconds=-1, session_key="s")  # about to expire
+    assert await store.inbox_renew(worker="w1", lease_seconds=60) == 1
+    assert await store.inbox_claim(worker="w2", lease_seconds=60, session_key="s") == []
+
+
 async def test_marked_items_are_finished(store: Store) -> None:
     a, _ = await put(store, "1", key="a")
     b, _ = await put(store, "2", key="b")
@@ -128,3 +165,46 @@ async def test_outbox_for_inbox_finds_the_latest_reply(store: Store) -> None:
     found_a = await store.outbox_for_inbox(a)
     assert found_a is not None and found_a.text == "first"
     assert await store.outbox_for_inbox(999) is None
+
+
+async def _reply(store: Store, platform: str = "telegram") -> int:
+    sid = await new_session(store)
+    return await store.outbox_put(
+        session_id=sid,
+        target={"platform": platform, "chat_id": "1"},
+        text="hi",
+        inbox_ids=[],
+        message_id=None,
+    )
+
+
+async def test_a_claimed_reply_is_not_due_for_another_worker_until_its_lease_passes(store: Store) -> None:
+    row = await _reply(store)
+    now = utcnow()
+    [taken] = await store.outbox_claim(now=now, lease_seconds=60, platforms=["telegram"])
+    assert taken.id == row
+    assert await store.outbox_claim(now=now, lease_seconds=60, platforms=["telegram"]) == []
+    later = now + timedelta(seconds=61)  # the first worker died mid-send
+    assert [r.id for r in await store.outbox_claim(now=later, lease_seconds=60, platforms=["telegram"])] == [
+        row
+    ]
+
+
+async def test_replies_for_a_platform_this_worker_does_not_run_are_left_alone(store: Store) -> None:
+    discord = await _reply(store, "discord")
+    assert await store.outbox_claim(now=utcnow(), lease_seconds=60, platforms=["telegram"]) == []
+    assert [
+        r.id for r in await store.outbox_claim(now=utcnow(), lease_seconds=60, platforms=["discord"])
+    ] == [discord]
+
+
+async def test_concurrent_delivery_rounds_never_take_one_reply_twice(store: Store) -> None:
+    rows = [await _reply(store) for _ in range(8)]
+    batches = await asyncio.gather(
+        *(
+            store.outbox_claim(now=utcnow(), lease_seconds=60, platforms=["telegram"], limit=3)
+            for _ in range(4)
+        )
+    )
+    taken = [r.id for batch in batches for r in batch]
+    assert sorted(taken) == rows
