@@ -83,15 +83,29 @@ def migrate(
 
 @admin_app.command("serve")
 def admin_serve(
-    host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default: admin.host).")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Port to listen on (default: admin.port; 0 = any free port)."),
+    ] = None,
 ) -> None:
-    """Serve the admin HTTP API and page."""
-    err.print(
-        "hygieia admin serve is not there yet: the admin API arrives with its own issue. "
-        "Use `hygieia sessions list|show|search|restore` meanwhile."
-    )
-    raise typer.Exit(2)
+    """Serve the admin HTTP API and page until interrupted (needs HYGIEIA_ADMIN_TOKEN).
+
+    Programs send the header `Authorization: Bearer <token>`.
+
+    A browser opens /?token=<token> once, gets an HttpOnly SameSite=Strict cookie, and the URL drops it.
+    """
+    settings = settings_or_exit()
+    if settings.admin_token is None or not settings.admin_token.get_secret_value():
+        err.print("[red]HYGIEIA_ADMIN_TOKEN is not set:[/red] the admin API refuses to start without it")
+        raise typer.Exit(2)
+    from gateway.admin.server import serve_admin
+    from gateway.logging_setup import configure_logging
+
+    configure_logging(settings)
+    listen_host = host or settings.admin.host
+    listen_port = settings.admin.port if port is None else port
+    raise typer.Exit(run_async(lambda: serve_admin(settings, host=listen_host, port=listen_port)))
 
 
 def main() -> None:

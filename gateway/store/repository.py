@@ -8,6 +8,7 @@ per concern, each in its own module; all parts share one :class:`Database`.
 from __future__ import annotations
 
 from agent.storage import ConversationStore
+from gateway.store.admin_ops import AdminOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
@@ -17,7 +18,7 @@ from gateway.store.session_ops import SessionOps
 from gateway.store.usage_ops import UsageOps
 
 
-class Store(SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps):
+class Store(SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 
 

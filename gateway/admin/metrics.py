@@ -1,0 +1,42 @@
+"""Prometheus gauges of the admin app, in a registry of its own, computed from the store on scrape."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
+
+from agent.types import Trigger
+from gateway.store.admin_ops import StoreTotals
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class AdminMetrics:
+    """``render(totals)`` sets every gauge from one snapshot and returns the exposition text."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._sessions = Gauge(
+            "hygieia_sessions", "Sessions, current or ended.", ["state"], registry=self.registry
+        )
+        self._messages = Gauge(
+            "hygieia_messages",
+            "Messages in the active view, or archived by a compaction.",
+            ["state"],
+            registry=self.registry,
+        )
+        self._compactions = Gauge(
+            "hygieia_compactions", "Compactions ever made, by trigger.", ["trigger"], registry=self.registry
+        )
+
+    def render(self, totals: StoreTotals) -> bytes:
+        self._sessions.labels(state="current").set(totals.sessions_current)
+        self._sessions.labels(state="ended").set(totals.sessions_ended)
+        self._messages.labels(state="active").set(totals.messages_active)
+        self._messages.labels(state="archived").set(totals.messages_archived)
+        # Every known trigger is always exported (0 when unused), so a dashboard's series exist.
+        counts = dict.fromkeys(get_args(Trigger), 0) | totals.compactions_by_trigger
+        for trigger, n in counts.items():
+            self._compactions.labels(trigger=trigger).set(n)
+        return generate_latest(self.registry)

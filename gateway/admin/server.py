@@ -1,0 +1,154 @@
+"""Serving the admin app with uvicorn: an explicit start/stop lifecycle, and the ``admin serve`` process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Generator
+from types import TracebackType
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from agent.errors import ConfigError, HygieiaError
+from gateway.admin.app import create_app
+from gateway.config import Settings
+from gateway.store.db import Database
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+GRACE_SECONDS = 5.0
+"""How long running requests may take to finish once a stop is asked."""
+
+
+MAX_REQUEST_HEAD = 256 * 1024
+"""Request line and headers: room for a long search query (10 KB of emoji is 30 KB percent-encoded)."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its signal handling: the process owning the loop decides when to stop
+    (uvicorn's own would re-raise SIGTERM after shutdown, so the process could not exit 0)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket; failing here (port taken, bad address) is one clear error, not uvicorn's exit."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise ConfigError(
+            f"admin: cannot listen on {host}:{port} ({exc.strerror or exc}); "
+            "choose another --port or HYGIEIA_ADMIN__PORT"
+        ) from None
+
+
+class AdminServer:
+    """An ASGI app served on ``host:port`` (also an async context manager).
+
+    ``await start()`` returns once it accepts connections; ``await stop()`` lets running
+    requests finish (up to the grace) and closes.
+    """
+
+    def __init__(self, app: ASGIApp, *, host: str, port: int, grace_seconds: float = GRACE_SECONDS) -> None:
+        self._config = uvicorn.Config(
+            app,
+            lifespan="off",
+            log_config=None,  # our logging (and its redaction filter) stays in charge
+            access_log=False,  # uvicorn would log query strings, and ?token= is one
+            timeout_graceful_shutdown=max(int(grace_seconds), 1),
+            server_header=False,
+            h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
+        )
+        self._host, self._port = host, port
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._bound_port: int | None = None
+
+    @property
+    def port(self) -> int:
+        """The port actually listened on (useful with port 0)."""
+        if self._bound_port is None:
+            raise HygieiaError("AdminServer.start() has not been called")
+        return self._bound_port
+
+    @property
+    def finished(self) -> asyncio.Task[None]:
+        """The serving task: done when the server stopped (or failed)."""
+        if self._task is None:
+            raise HygieiaError("AdminServer.start() has not been called")
+        return self._task
+
+    async def start(self) -> None:
+        if self._task is not None:
+            raise HygieiaError("AdminServer already started")
+        sock = _listen(self._host, self._port)
+        self._bound_port = int(sock.getsockname()[1])
+        self._server = _Server(self._config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="admin-server")
+        while not self._server.started:
+            if self._task.done():
+                await self._task  # raises what stopped it
+                raise HygieiaError("the admin server stopped while starting")
+            await asyncio.sleep(0.01)
+        _log.info("admin API listening on http://%s:%d", self._host, self._bound_port)
+
+    async def stop(self) -> None:
+        if self._server is None or self._task is None:
+            return
+        self._server.should_exit = True
+        try:
+            await self._task
+        finally:
+            self._server, self._task = None, None
+            _log.info("admin API stopped")
+
+    async def __aenter__(self) -> AdminServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+
+async def serve_admin(settings: Settings, *, host: str, port: int) -> int:
+    """``hygieia admin serve``: serve until SIGINT/SIGTERM, then stop gracefully; the exit code."""
+    token = settings.admin_token.get_secret_value() if settings.admin_token else ""
+    if not token:
+        raise ConfigError("HYGIEIA_ADMIN_TOKEN is not set: the admin API refuses to start without it")
+    db = Database(settings.resolved_database_url)
+    await db.connect()
+    store = Store(db)
+    if not await store.ping():
+        _log.warning("the database has no schema yet: run `hygieia migrate` (until then the API answers 503)")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, _on_signal, stop, sig)
+            installed.append(sig)
+    try:
+        async with AdminServer(create_app(store, token=token), host=host, port=port) as server:
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait([stopping, server.finished], return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        await db.dispose()
+    return 0
+
+
+def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
+    _log.info("%s received: stopping the admin API", sig.name)
+    stop.set()
