@@ -363,7 +363,11 @@ class ContextCompressor(ContextEngine):
             model=response.model or self.summary_model,
             purpose="summary",
             usage=response.usage,
-            cost_usd=cost_usd(response.model or self.summary_model, response.usage, prices=self.prices),
+            cost_usd=(
+                cost_usd(response.model or self.summary_model, response.usage, prices=self.prices)
+                if response.billed
+                else 0.0
+            ),
             estimated=response.estimated_usage,
         )
         text = "\n".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")

@@ -301,7 +301,11 @@ class AgentLoop:
         turn.state.last_prompt_chars = chars
         turn.state.last_prompt_at = self._clock()
         model = response.model or turn.session.model
-        cost = cost_usd(model, usage, prices=self._prices, cache_ttl=turn.ttl or "5m")
+        cost = (
+            cost_usd(model, usage, prices=self._prices, cache_ttl=turn.ttl or "5m")
+            if response.billed
+            else 0.0
+        )
         record = UsageRecord(
             model=model, purpose="chat", usage=usage, cost_usd=cost, estimated=response.estimated_usage
         )

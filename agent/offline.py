@@ -64,6 +64,7 @@ class OfflineProvider:
             usage=usage,
             model=request.model,
             estimated_usage=True,
+            billed=False,
         )
 
     async def count_tokens(self, request: LLMRequest) -> int | None:

@@ -32,6 +32,8 @@ class LLMResponse:
     usage: Usage
     model: str
     estimated_usage: bool = False
+    billed: bool = True
+    """False for a provider that costs nothing (the offline one): its calls are stored at $0."""
 
 
 class LLMProvider(Protocol):

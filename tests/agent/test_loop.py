@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from agent.compressor import ContextCompressor
 from agent.errors import ContextOverflow, Overloaded
-from agent.loop import CANCELLED_RESULT, MAX_TOKENS_RESULT
-from agent.settings import LLMSettings
+from agent.loop import CANCELLED_RESULT, MAX_TOKENS_RESULT, AgentLoop
+from agent.offline import OfflineProvider
+from agent.settings import CompressionSettings, LLMSettings
 from agent.tools import FunctionTool, ToolContext, default_registry
 from agent.types import ChatMessage, ContextState
 from tests.agent.loop_support import exchanges, make_session, rig
@@ -328,3 +330,12 @@ async def test_the_limit_the_api_reports_replaces_a_too_large_configured_window(
         assert [c.trigger for c in second.compactions] == ["in_loop"]
         assert r.fake.counts["errors"] == errors_after_first
         await r.assert_valid()
+
+
+async def test_an_offline_turn_is_recorded_at_no_cost() -> None:
+    store, provider = InMemoryStore(), OfflineProvider()
+    session = make_session()
+    store.add_session(session.id, platform="test", chat_id="c1")
+    engine = ContextCompressor(CompressionSettings(), provider, summary_model="m")
+    await AgentLoop(provider, store, engine).run_turn(session, message=ChatMessage.user("hello"))
+    assert [u.cost_usd for u in store.usage[session.id]] == [0.0]

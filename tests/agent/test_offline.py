@@ -62,3 +62,9 @@ async def test_the_echo_quotes_the_words_not_the_gateways_author_header() -> Non
     )
     response = await OfflineProvider().create(request)
     assert response.content[0]["text"].endswith("“hello there”")
+
+
+async def test_offline_calls_cost_nothing() -> None:
+    request = LLMRequest(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}])
+    response = await OfflineProvider().create(request)
+    assert response.estimated_usage and not response.billed
