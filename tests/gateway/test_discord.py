@@ -10,7 +10,8 @@ import pytest
 
 from gateway.platforms.base import InboundMessage, OutboundTarget
 from tests.fakes.discord import FakeAttachment, FakeDiscord
-from tests.gateway.conftest_discord import DM_CHANNEL, USER, Inbox, dm, echo, in_guild, running
+from tests.gateway.conftest_discord import DM_CHANNEL, USER, dm, in_guild, running
+from tests.gateway.inbox_recorder import Inbox, echo
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from gateway.platforms.base import OutboundTarget
 from gateway.platforms.discord import DiscordAdapter
 from gateway.splitter import join_parts
 from tests.fakes.discord import FakeDiscord
-from tests.gateway.conftest_discord import DM_CHANNEL, Inbox, dm, make_adapter, running
+from tests.gateway.conftest_discord import DM_CHANNEL, dm, make_adapter, running
+from tests.gateway.inbox_recorder import Inbox
 
 MESSAGES = "POST /channels/{id}/messages"
 

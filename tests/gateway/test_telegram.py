@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.fakes.telegram import FakeDocument, FakeTelegram
-from tests.gateway.conftest_telegram import Inbox, echo, running
+from tests.gateway.conftest_telegram import running
+from tests.gateway.inbox_recorder import Inbox, echo
 
 GROUP = -100123
 BOT = "@hygieia_test_bot"

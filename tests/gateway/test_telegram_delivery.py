@@ -14,7 +14,8 @@ from gateway.config import TelegramSettings
 from gateway.platforms.base import InboundMessage, OutboundTarget
 from gateway.platforms.telegram import TelegramAdapter
 from tests.fakes.telegram import FakeTelegram
-from tests.gateway.conftest_telegram import Inbox, echo, free_port, make_adapter, running
+from tests.gateway.conftest_telegram import free_port, make_adapter, running
+from tests.gateway.inbox_recorder import Inbox, echo
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from gateway.platforms.base import OutboundTarget
 from gateway.platforms.telegram import DEFAULT_COMMANDS
 from gateway.splitter import join_parts, split_message, utf16_len
 from tests.fakes.telegram import FakeTelegram
-from tests.gateway.conftest_telegram import Inbox, make_adapter, running
+from tests.gateway.conftest_telegram import make_adapter, running
+from tests.gateway.inbox_recorder import Inbox
 
 DM = OutboundTarget("telegram", "42")
 GROUP = OutboundTarget("telegram", "-100555")
