@@ -8,11 +8,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gateway.cli_bench import bench_command
-from gateway.cli_common import err, run_async, safe_url, settings_or_exit
+from gateway.cli_common import err, out, run_async, safe_url, settings_or_exit
 from gateway.cli_doctor import doctor_command
 from gateway.cli_sessions import sessions_app
+from gateway.store.migrate import current_revision, pending_revisions, upgrade_to
 
 app = typer.Typer(
     name="hygieia",
@@ -41,6 +43,8 @@ def run(
 ) -> None:
     """Start the service (migrates the database first) and serve until interrupted."""
     settings = settings_or_exit()
+    # Imported here, not at the top: the service pulls in the platform SDKs (~2 s), which
+    # `hygieia sessions ...` and `--help` should not pay for.
     from gateway.logging_setup import configure_logging
     from gateway.runner import run_service
 
@@ -62,15 +66,26 @@ def migrate(
 ) -> None:
     """Upgrade the database to the newest schema (safe on a live database)."""
     settings = settings_or_exit()
-    from gateway.store.migrate import current_revision, upgrade_to_head
-
     url = settings.resolved_database_url
     settings.data_dir.mkdir(parents=True, exist_ok=True)
 
     async def upgrade() -> tuple[str | None, str | None]:
         before = await current_revision(url)
-        with Console(stderr=True).status("Upgrading the database schema…"):
-            await upgrade_to_head(url)
+        pending = pending_revisions(before)
+        # Progress on stderr, so that --json output stays one clean document on stdout.
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as progress:
+            task = progress.add_task("Upgrading the database schema", total=len(pending))
+            for revision in pending:
+                progress.update(task, description=f"Applying {revision}")
+                await upgrade_to(url, revision)
+                progress.advance(task)
         return before, await current_revision(url)
 
     before, after = run_async(upgrade)
@@ -78,7 +93,7 @@ def migrate(
         typer.echo(json.dumps({"database": safe_url(url), "from": before, "to": after}))
     else:
         change = "already at head" if before == after else f"{before or 'empty'} -> {after}"
-        Console().print(f"database {safe_url(url)}: {change}", highlight=False)
+        out.print(f"database {safe_url(url)}: {change}", highlight=False)
 
 
 @admin_app.command("serve")
@@ -99,7 +114,7 @@ def admin_serve(
     if settings.admin_token is None or not settings.admin_token.get_secret_value():
         err.print("[red]HYGIEIA_ADMIN_TOKEN is not set:[/red] the admin API refuses to start without it")
         raise typer.Exit(2)
-    from gateway.admin.server import serve_admin
+    from gateway.admin.server import serve_admin  # lazily, as in `run`: FastAPI and uvicorn are heavy
     from gateway.logging_setup import configure_logging
 
     configure_logging(settings)

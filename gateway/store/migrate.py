@@ -40,17 +40,29 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
+def pending_revisions(current: str | None) -> list[str]:
+    """The revisions an upgrade from ``current`` to head applies, oldest first."""
+    script = ScriptDirectory.from_config(alembic_config())
+    newest_first = script.iterate_revisions("heads", current or "base")
+    return [rev.revision for rev in reversed(list(newest_first))]
+
+
 async def upgrade_to_head(url: str) -> None:
     """Bring the database at ``url`` to the newest schema (Alembic runs in a worker thread).
 
     Raises :class:`StoreError` when the database cannot be reached or the upgrade fails
     (a failed upgrade leaves the previous schema: both engines run it in one transaction).
     """
+    await upgrade_to(url, "head")
+
+
+async def upgrade_to(url: str, revision: str) -> None:
+    """Upgrade the database at ``url`` to ``revision`` (see :func:`upgrade_to_head`)."""
     parsed = parse_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         await asyncio.to_thread(Path(parsed.database).parent.mkdir, parents=True, exist_ok=True)
     try:
-        await asyncio.to_thread(command.upgrade, alembic_config(url), "head")
+        await asyncio.to_thread(command.upgrade, alembic_config(url), revision)
     except (CommandError, SQLAlchemyError, OSError) as exc:
         raise StoreError(f"database migration failed: {exc}") from exc
 
