@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import subprocess
@@ -20,6 +19,7 @@ from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
 from tests.gateway.admin_support import AUTH, TOKEN
+from tests.process_env import clean_env
 from tests.store.engines import only
 from tests.store.helpers import new_session
 
@@ -32,11 +32,7 @@ def free_port() -> int:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_"))
-    }
+    clean = clean_env()
     clean["HYGIEIA_DATA_DIR"] = str(tmp_path / "data")
     clean["HYGIEIA_LOG_FORMAT"] = "text"
     return clean

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from agent.types import ChatMessage, CompactionPlan, Insertion
 from gateway.store.db import Database
 from gateway.store.repository import Store
+from tests.process_env import clean_env
 from tests.store.engines import POSTGRES_URL
 
 
@@ -30,11 +30,7 @@ def hygieia(*args: str, env: dict[str, str], stdin: str | None = None) -> subpro
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_"))
-    }
+    clean = clean_env()
     clean["HYGIEIA_DATA_DIR"] = str(tmp_path / "data")
     clean["COLUMNS"] = "200"
     return clean

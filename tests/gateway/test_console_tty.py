@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_env import clean_env
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 
 
@@ -28,11 +30,7 @@ def _read_until(fd: int, needle: bytes, seen: bytearray, timeout: float = 30.0) 
 
 
 def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) -> None:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_"))
-    }
+    env = clean_env()
     env.update({"HYGIEIA_DATA_DIR": str(tmp_path), "COLUMNS": "120", "TERM": "xterm"})
     master, slave = pty.openpty()
     proc = subprocess.Popen(

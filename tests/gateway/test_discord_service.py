@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 from pathlib import Path
@@ -12,17 +11,14 @@ from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.discord import FakeDiscord
 from tests.gateway.conftest import MODEL
 from tests.gateway.conftest_discord import DM_CHANNEL, USER, dm
+from tests.process_env import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 async def test_hygieia_run_answers_a_discord_dm_and_exits_0_on_sigterm(tmp_path: Path) -> None:
     async with FakeDiscord() as discord, FakeAnthropic() as anthropic:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_"))
-        }
+        env = clean_env()
         env.update(
             {
                 "DISCORD_BOT_TOKEN": discord.token,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -30,6 +29,7 @@ from gateway.store.db import Database
 from gateway.store.repository import Store
 from tests.fakes.anthropic import FakeAnthropic
 from tests.gateway.conftest import MODEL, ChatResponder, is_summarizer_call
+from tests.process_env import clean_env
 
 WINDOW = 8000
 FILLER = "we talked about the garden, the roses, the new fence and what to plant next spring "
@@ -120,11 +120,7 @@ async def test_a_restart_continues_the_same_console_conversation(
 
 
 def _env(tmp_path: Path, fake: FakeAnthropic) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_"))
-    }
+    env = clean_env()
     env.update(
         {
             "ANTHROPIC_API_KEY": "test",

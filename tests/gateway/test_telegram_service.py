@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 import signal
 import sys
 import time
@@ -34,6 +33,7 @@ from tests.fakes.anthropic import FakeAnthropic, text_reply
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.conftest import MODEL, ChatResponder, user_texts
 from tests.gateway.conftest_telegram import free_port
+from tests.process_env import clean_env
 
 ALICE = 42
 BOB = 77
@@ -361,11 +361,7 @@ async def test_an_update_committed_but_not_confirmed_is_redelivered_and_answered
 async def test_hygieia_run_answers_a_telegram_dm_and_exits_0_on_sigterm(
     tmp_path: Path, telegram: FakeTelegram, anthropic: FakeAnthropic
 ) -> None:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_"))
-    }
+    env = clean_env()
     env.update(
         {
             "TELEGRAM_BOT_TOKEN": telegram.token,
