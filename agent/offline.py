@@ -18,7 +18,7 @@ from agent.types import ChatMessage, Usage, content_text, text_block
 
 # The gateway prefixes user messages with "[name, HH:MM UTC] "; the echo quotes the words only.
 _AUTHOR_HEADER = re.compile(r"^\[[^\]\n]{1,80}, \d{2}:\d{2} UTC\] ?")
-OFFLINE_NOTICE = "[offline] No API key is configured, so I can't think yet — I got your message"
+OFFLINE_NOTICE = "[offline] No API key is configured, so no model is answering yet — I got your message"
 _QUOTE_CHARS = 300
 
 
