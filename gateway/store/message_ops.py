@@ -17,6 +17,9 @@ from gateway.store.convert import to_message
 from gateway.store.models import messages, sessions
 
 ORDER = (messages.c.seq, messages.c.sub_seq)
+# What a ChatMessage is made of: not ``text`` (derived from content, only for search) nor the
+# edit history, which would double what the hot path reads for every turn.
+MESSAGE_COLUMNS = tuple(c for c in messages.c if c.name not in ("text", "original_content", "edited_at"))
 
 
 class MessageOps(Repo):
@@ -44,7 +47,11 @@ class MessageOps(Repo):
         raise StoreError(f"could not append to session {session_id}: too many concurrent writers")
 
     async def load_active(self, session_id: str) -> list[ChatMessage]:
-        stmt = select(messages).where(messages.c.session_id == session_id, messages.c.active).order_by(*ORDER)
+        stmt = (
+            select(*MESSAGE_COLUMNS)
+            .where(messages.c.session_id == session_id, messages.c.active)
+            .order_by(*ORDER)
+        )
         async with self._tx(write=False) as s:
             return [to_message(r) for r in (await s.execute(stmt)).mappings()]
 
