@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from agent.compaction import compact
+from agent.compaction import compact, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import CompressionError, LLMError, NotFound
 from agent.settings import CompressionSettings
@@ -151,10 +151,11 @@ def render_bars(parts: list[tuple[str, int]], window: int) -> str:
 async def _context(ctx: CommandContext, _: str) -> str:
     messages = await ctx.store.load_active(ctx.session.id)
     state = await ctx.store.load_context_state(ctx.session.id)
+    session = with_api_limit(ctx.session, state)  # the limit the API reported, when it is lower
     parts = context_breakdown(
-        ctx.session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
+        session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
     )
-    chart = render_bars(parts, ctx.session.context_window)
+    chart = render_bars(parts, session.context_window)
     if state.last_prompt_tokens is not None:
         chart += f"\nLast prompt as counted by the API: {state.last_prompt_tokens:,} tokens."
     return chart
