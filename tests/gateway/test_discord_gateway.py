@@ -6,17 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
-from agent.compressor import ContextCompressor
-from agent.llm import AnthropicProvider
-from agent.loop import AgentLoop
-from agent.settings import LLMSettings
-from agent.tools import default_registry
-from gateway.delivery import Delivery
-from gateway.dispatch import Gateway
-from gateway.platforms.discord import DiscordAdapter
-from gateway.runner import context_window_for, tool_tokens
-from gateway.sessions import SessionDirectory
+from gateway.runner import Service
 from gateway.store.repository import Store
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.discord import FakeDiscord
@@ -27,60 +19,36 @@ from tests.gateway.conftest_discord import DM_CHANNEL, dm, in_guild, make_adapte
 @dataclass
 class Stack:
     discord: FakeDiscord
-    adapter: DiscordAdapter
-    gateway: Gateway
-    delivery: Delivery
+    service: Service
     responder: ChatResponder
 
     async def settle(self, within: float = 20.0) -> None:
-        await asyncio.wait_for(self.gateway.wait_idle(), within)
-        await self.delivery.flush()
+        await asyncio.wait_for(self.service.gateway.wait_idle(), within)
+        await self.service.delivery.flush()
 
 
 @asynccontextmanager
-async def stack(store: Store) -> AsyncIterator[Stack]:
-    """The runner's wiring in miniature, with Discord as the only platform."""
-    settings = make_settings()
+async def stack(db_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    """The runner's own wiring (Service.build), with Discord as the only platform."""
     responder = ChatResponder()
     async with FakeDiscord() as discord_fake, FakeAnthropic(responder=responder) as llm_fake:
-        llm = LLMSettings(max_retries=0)
-        provider = AnthropicProvider(api_key="test", base_url=llm_fake.base_url, settings=llm)
-        engine = ContextCompressor(settings.compression, provider, summary_model=settings.summary_model)
-        tools = default_registry()
-        agent = AgentLoop(provider, store, engine, llm=llm, caching=settings.prompt_caching, tools=tools)
-        adapter = make_adapter(discord_fake)
-        delivery = Delivery(store, {adapter.name: adapter}, base_delay=0.01, poll_seconds=0.05)
-        directory = SessionDirectory(
-            store,
-            settings.sessions,
-            model=settings.model,
-            context_window=lambda m: context_window_for(settings, m),
+        settings = make_settings(
+            data_dir=tmp_path,
+            database_url=db_url,
+            anthropic_api_key="test",
+            anthropic_base_url=llm_fake.base_url,
+            llm={"max_retries": 0},
         )
-        gateway = Gateway(
-            settings=settings,
-            store=store,
-            agent=agent,
-            engine=engine,
-            delivery=delivery,
-            directory=directory,
-            tools=tools.definitions(),
-            tool_tokens=tool_tokens(tools),
-            retry_delays=(0.2, 0.4),
-        )
-        await delivery.start()
-        await gateway.start()
-        await adapter.start(gateway.intake)
+        service = await Service.build(settings, [make_adapter(discord_fake)], migrate=False)
+        await service.start()
         try:
-            yield Stack(discord_fake, adapter, gateway, delivery, responder)
+            yield Stack(discord_fake, service, responder)
         finally:
-            await adapter.stop()
-            await gateway.stop(1.0)
-            await delivery.stop()
-            await provider.aclose()
+            await service.stop()
 
 
-async def test_a_dm_is_answered_on_discord_as_a_reply(store: Store) -> None:
-    async with stack(store) as s:
+async def test_a_dm_is_answered_on_discord_as_a_reply(db_url: str, tmp_path: Path, store: Store) -> None:
+    async with stack(db_url, tmp_path) as s:
         asked = dm(s.discord, "hello from discord")
         [sent] = await s.discord.wait_for_sent(1, timeout=20.0)
         await s.settle()
@@ -90,8 +58,10 @@ async def test_a_dm_is_answered_on_discord_as_a_reply(store: Store) -> None:
     assert await store.current_session(f"discord:dm:{DM_CHANNEL}") is not None
 
 
-async def test_ambient_guild_chatter_is_kept_but_only_the_mention_is_answered(store: Store) -> None:
-    async with stack(store) as s:
+async def test_ambient_guild_chatter_is_kept_but_only_the_mention_is_answered(
+    db_url: str, tmp_path: Path, store: Store
+) -> None:
+    async with stack(db_url, tmp_path) as s:
         in_guild(s.discord, "background chatter")
         in_guild(s.discord, "what did I just say?", mentions_bot=True)
         [sent] = await s.discord.wait_for_sent(1, timeout=20.0)
