@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 OUR_PREFIXES = ("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_")
 
@@ -10,3 +16,32 @@ OUR_PREFIXES = ("HYGIEIA_", "ANTHROPIC_", "TELEGRAM_", "DISCORD_")
 def clean_env() -> dict[str, str]:
     """``os.environ`` less every variable Hygieia reads, so a developer's own setup cannot leak in."""
     return {k: v for k, v in os.environ.items() if not k.startswith(OUR_PREFIXES)}
+
+
+@asynccontextmanager
+async def hygieia_run(env: dict[str, str], cwd: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``python -m gateway.cli run`` as a child process; killed on the way out if still running."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        "run",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def sigterm_and_wait(proc: asyncio.subprocess.Process, timeout: float = 30) -> str:  # noqa: ASYNC109
+    """Stop the child as an operator would; returns its stderr."""
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+    return stderr.decode()

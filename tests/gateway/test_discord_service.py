@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import signal
-import sys
 from pathlib import Path
 
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.discord import FakeDiscord
 from tests.gateway.conftest import MODEL
 from tests.gateway.conftest_discord import DM_CHANNEL, USER, dm
-from tests.process_env import clean_env
+from tests.process_env import clean_env, hygieia_run, sigterm_and_wait
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,18 +30,7 @@ async def test_hygieia_run_answers_a_discord_dm_and_exits_0_on_sigterm(tmp_path:
                 "PYTHONPATH": str(REPO),
             }
         )
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "gateway.cli",
-            "run",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=tmp_path,
-        )
-        try:
+        async with hygieia_run(env, tmp_path) as proc:
             for _ in range(300):  # until the bot has identified on the gateway
                 if discord.identify_count:
                     break
@@ -51,13 +38,8 @@ async def test_hygieia_run_answers_a_discord_dm_and_exits_0_on_sigterm(tmp_path:
             await asyncio.sleep(0.5)
             dm(discord, "are you there?")
             [sent] = await discord.wait_for_sent(1, timeout=30)
-            proc.send_signal(signal.SIGTERM)
-            _, stderr = await asyncio.wait_for(proc.communicate(), 30)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            stderr = await sigterm_and_wait(proc)
 
-    assert proc.returncode == 0, stderr.decode()
+    assert proc.returncode == 0, stderr
     assert sent.channel_id == DM_CHANNEL
     assert sent.content.startswith("ack: ") and sent.content.endswith("are you there?")

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -33,7 +31,7 @@ from tests.fakes.anthropic import FakeAnthropic, text_reply
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.conftest import MODEL, ChatResponder, user_texts
 from tests.gateway.conftest_telegram import free_port
-from tests.process_env import clean_env
+from tests.process_env import clean_env, hygieia_run, sigterm_and_wait
 
 ALICE = 42
 BOB = 77
@@ -375,27 +373,11 @@ async def test_hygieia_run_answers_a_telegram_dm_and_exits_0_on_sigterm(
             "PYTHONPATH": str(REPO),
         }
     )
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway.cli",
-        "run",
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    )
-    try:
+    async with hygieia_run(env, tmp_path) as proc:
         telegram.push_message(ALICE, "are you there?", user_id=ALICE)
         [sent] = await telegram.wait_for_sent(1, timeout=30)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(proc.communicate(), 30)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        stderr = await sigterm_and_wait(proc)
 
-    assert proc.returncode == 0, stderr.decode()
+    assert proc.returncode == 0, stderr
     assert (sent.chat_id, sent.plain_text) == (ALICE, "reply: are you there?")
     assert (tmp_path / "hygieia.db").is_file()
