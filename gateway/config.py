@@ -84,6 +84,21 @@ class SessionSettings(BaseModel):
     turn_grace_seconds: float = Field(30.0, ge=0)
 
 
+class DeliverySettings(BaseModel):
+    """Keys under ``delivery:``: how replies go out, and when a queue item becomes a dead letter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_reply_parts: int = Field(10, ge=1, le=100)
+    """A reply that needs more messages is cut after this many, with a note on how to get the rest."""
+    outbox_max_attempts: int = Field(6, ge=1, le=100)
+    """Sends of one reply before it is marked failed (a dead letter) and the chat is told once."""
+    inbox_max_attempts: int = Field(5, ge=2, le=100)
+    """Tries at serving one received message before it is marked failed and the sender is told once."""
+    retry_base_seconds: float = Field(2.0, gt=0, le=3600)
+    retry_max_seconds: float = Field(600.0, gt=0, le=86400)
+
+
 class AdminSettings(BaseModel):
     """Keys under ``admin:``."""
 
@@ -142,6 +157,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
+    delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
     _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(_split_csv)

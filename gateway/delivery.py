@@ -19,7 +19,7 @@ from typing import Any
 
 from agent.errors import AdapterError
 from gateway.platforms.base import OutboundTarget, PlatformAdapter
-from gateway.splitter import split_message
+from gateway.splitter import DEFAULT_MAX_PARTS, split_message
 from gateway.store.records import OutboxRecord
 from gateway.store.repository import Store
 
@@ -65,6 +65,7 @@ class Delivery:
         max_delay: float = 600.0,
         poll_seconds: float = 2.0,
         lease_seconds: float = 120.0,
+        max_parts: int | None = DEFAULT_MAX_PARTS,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._store = store
@@ -74,6 +75,7 @@ class Delivery:
         self._max_delay = max_delay
         self._poll = poll_seconds
         self._lease = lease_seconds
+        self._max_parts = max_parts
         self._clock = clock
         self._wake = asyncio.Event()
         self._round = asyncio.Lock()  # one round at a time, or a due row could be sent twice
@@ -146,7 +148,7 @@ class Delivery:
                 row.id, next_attempt_at=later, error=f"platform {target.platform} not running"
             )
             return False
-        parts = split_message(row.text, adapter.text_limit, measure=adapter.measure)
+        parts = self._split(row.text, adapter)
         sent = self._progress.setdefault(row.id, [])
         try:
             for index in range(len(sent), len(parts)):
@@ -187,6 +189,9 @@ class Delivery:
             extra={"outbox_id": row.id, "platform": row.target.get("platform")},
         )
 
+    def _split(self, text: str, adapter: PlatformAdapter) -> list[str]:
+        return split_message(text, adapter.text_limit, measure=adapter.measure, max_parts=self._max_parts)
+
     async def typing(self, target: OutboundTarget) -> None:
         """Show a typing indicator; best effort."""
         adapter = self._adapters.get(target.platform)
@@ -203,7 +208,7 @@ class Delivery:
         if adapter is None:
             return
         try:
-            for part in split_message(text, adapter.text_limit, measure=adapter.measure):
+            for part in self._split(text, adapter):
                 await adapter.send(target, part)
         except AdapterError as exc:
             _log.info("direct send failed: %s", exc, extra={"platform": target.platform})

@@ -93,3 +93,33 @@ async def test_a_reply_for_a_platform_not_running_here_is_left_for_a_worker_that
     record = await store.outbox_get(outbox_id)
     assert record.status == "pending" and record.attempts == 0
     assert record.next_attempt_at <= datetime.now(UTC)  # still due, for whoever runs that platform
+
+
+async def test_a_reply_of_backticks_goes_out_in_a_few_messages(store: Store) -> None:
+    adapter = RecordingAdapter()
+    adapter.text_limit = 2000
+    text = "`" * 3031
+    await store.outbox_put(
+        session_id=await _session(store), target=TARGET, text=text, inbox_ids=[], message_id=None
+    )
+
+    await Delivery(store, {"test": adapter}).flush()
+
+    assert 1 < len(adapter.sent) <= 3
+    assert all(len(part) <= 2000 for part in adapter.texts)
+    assert join_parts(adapter.texts) == text
+
+
+async def test_a_reply_longer_than_the_maximum_parts_is_cut_with_a_note(store: Store) -> None:
+    adapter = RecordingAdapter()
+    adapter.text_limit = 500
+    text = " ".join(f"word{i}" for i in range(3000))
+    outbox_id = await store.outbox_put(
+        session_id=await _session(store), target=TARGET, text=text, inbox_ids=[], message_id=None
+    )
+
+    await Delivery(store, {"test": adapter}, max_parts=4).flush()
+
+    assert len(adapter.sent) == 4
+    assert "Ask me to continue from the last words above" in adapter.texts[-1]
+    assert (await store.outbox_get(outbox_id)).status == "sent"
