@@ -68,14 +68,14 @@ def show_session(
     """One session: its settings, compactions, and messages (archived ones greyed)."""
     settings = settings_or_exit()
 
-    async def fetch() -> tuple[Any, list[Any], list[Any]]:
+    async def fetch() -> tuple[Any, list[Any], list[Any], list[Any]]:
         async with open_store(settings) as store:
             info = await store.get_session(session_id)
             compactions = await store.list_compactions(session_id)
             messages = await store.messages_after(session_id, -1)
-            return info, compactions, messages
+            return info, compactions, messages, await store.dead_letters(info)
 
-    info, compactions, messages = run_async(fetch)
+    info, compactions, messages, dead = run_async(fetch)
     if not archived:
         messages = [m for m in messages if m.active]
     if as_json:
@@ -84,6 +84,7 @@ def show_session(
                 "session": dataclasses.asdict(info),
                 "compactions": [dataclasses.asdict(c) for c in compactions],
                 "messages": [dataclasses.asdict(m) for m in messages],
+                "dead_letters": [dataclasses.asdict(d) for d in dead],
             }
         )
         return
@@ -112,6 +113,19 @@ def show_session(
         out.print(table)
     for m in messages:
         out.print(_message_line(m))
+    if dead:
+        out.print(_dead_letter_table(dead))
+
+
+def _dead_letter_table(dead: list[Any]) -> Table:
+    """Messages and replies given up on: what, when, how often tried, and why."""
+    table = Table(title=f"{len(dead)} dead letter(s): given up on after repeated failures")
+    for column in ("what", "id", "when", "attempts", "text", "error"):
+        table.add_column(column)
+    for d in dead:
+        what = "received message" if d.source == "inbox" else "reply"
+        table.add_row(what, str(d.id), when(d.at), str(d.attempts), Text(d.text[:80]), Text(d.error or ""))
+    return table
 
 
 def _message_line(m: Any) -> Text:

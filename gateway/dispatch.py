@@ -31,6 +31,7 @@ from agent.types import AgentSession, ChatMessage
 from gateway.auth import REFUSAL_TEXT, Authorizer
 from gateway.commands import IMMEDIATE, Command, CommandContext, parse_command, run_command
 from gateway.config import Settings
+from gateway.dead_letters import InboxFailures
 from gateway.delivery import Delivery
 from gateway.failures import GAVE_UP, classify
 from gateway.hygiene import run_hygiene
@@ -54,6 +55,7 @@ _log = logging.getLogger(__name__)
 LEASE_SECONDS = 300.0
 RETRY_DELAYS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 WORKER_ERROR_DELAY = 5.0
+CLAIM_BATCH = 50
 SWEEP_MAX_SECONDS = 60.0
 
 EMPTY_REPLY = "(I have nothing to add.)"
@@ -108,6 +110,14 @@ class Gateway:
         self._retry_delays = tuple(retry_delays)
         self._worker_id = worker_id or default_worker_id()
         self._clock = clock
+        self._failures = InboxFailures(
+            store,
+            self._replies,
+            worker_id=self._worker_id,
+            max_attempts=settings.delivery.inbox_max_attempts,
+            delays=self._retry_delays,
+            clock=clock,
+        )
         self._accepting = False
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
@@ -283,15 +293,25 @@ class Gateway:
             self._dirty.discard(key)
             carried = self._carry.pop(key, [])
             claimed = await self._store.inbox_claim(
-                worker=self._worker_id, lease_seconds=self._lease, session_key=key
+                worker=self._worker_id,
+                lease_seconds=self._lease,
+                session_key=key,
+                limit=self._failures.batch_size(key, CLAIM_BATCH),
             )
+            claimed = await self._failures.weed(claimed)
             seen = {item.id for item in carried}
             items = sorted(carried + [i for i in claimed if i.id not in seen], key=lambda i: i.id)
             if not items:
                 if key in self._dirty:
                     continue
-                return None
-            outcome, rest = await self._serve(key, items)
+                return await self._failures.retry_in(key)
+            try:
+                outcome, rest = await self._serve(key, items)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # per-item isolation and dead letters: gateway.dead_letters
+                await self._failures.failed(key, items, exc)
+                continue
             if outcome is _Outcome.RETRY_LATER:
                 self._carry[key] = rest
                 attempt = max(1, self._retries.get(key, 1))

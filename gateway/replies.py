@@ -99,7 +99,25 @@ class Replies:
     async def notice(self, session_id: str, target: OutboundTarget, text: str) -> None:
         """A one-line notice to the chat (not an answer to any item)."""
         await self._store.outbox_put(
-            session_id=session_id, target=target_to_dict(target), text=text, inbox_ids=[], message_id=None
+            session_id=session_id,
+            target=target_to_dict(target),
+            text=text,
+            inbox_ids=[],
+            message_id=None,
+            kind="notice",
+        )
+        self._delivery.notify()
+
+    async def set_aside(self, item: InboxRecord, text: str) -> None:
+        """Tell the sender once that their message was given up on (it stays failed in the inbox)."""
+        current = await self._store.current_session(item.session_key)
+        await self._store.outbox_put(
+            session_id=current.id if current is not None else None,
+            target=target_to_dict(reply_target(item)),
+            text=text,
+            inbox_ids=[item.id],
+            message_id=None,
+            kind="failure_notice",
         )
         self._delivery.notify()
 

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 
 from agent.errors import HygieiaError, NotFound, StoreError
 from gateway.admin.api import api_router
+from gateway.admin.dead_letters import dead_letter_router
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
 from gateway.admin.middleware import AccessLog, AdminAuth
 from gateway.admin.views import page_router
@@ -55,6 +56,7 @@ def create_app(store: Store, *, token: str) -> FastAPI:
         return Response(metrics.render(await store.store_totals()), media_type=CONTENT_TYPE)
 
     app.include_router(api_router(store))
+    app.include_router(dead_letter_router(store))
     app.include_router(page_router(store))
     app.add_exception_handler(HygieiaError, error_response)
     app.add_exception_handler(SQLAlchemyError, error_response)

@@ -177,3 +177,33 @@ def test_doctor_fails_on_a_malformed_telegram_token(env: dict[str, str]) -> None
     checks = {c["name"]: c for c in json.loads(result.stdout)}
     assert checks["telegram"]["status"] == "fail"
     assert "not-a-token" not in result.stdout
+
+
+async def _seed_dead_letter(url: str) -> str:
+    db = Database(url)
+    await db.connect()
+    try:
+        store = Store(db)
+        info = await store.get_or_create_session(
+            "console:bob", platform="console", chat_id="bob", system_prompt="sys", model="m"
+        )
+        target = {"platform": "console", "chat_id": "bob", "thread_id": None, "reply_to_message_id": None}
+        outbox_id = await store.outbox_put(
+            session_id=info.id, target=target, text="undeliverable words", inbox_ids=[], message_id=None
+        )
+        await store.outbox_mark_failed(outbox_id, "AdapterError: the terminal went away")
+        return info.id
+    finally:
+        await db.dispose()
+
+
+def test_sessions_show_lists_dead_letters_with_their_errors(env: dict[str, str], tmp_path: Path) -> None:
+    assert hygieia("migrate", env=env).returncode == 0
+    session_id = asyncio.run(_seed_dead_letter(f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hygieia.db'}"))
+
+    shown = hygieia("sessions", "show", session_id, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "dead letter" in shown.stdout and "the terminal went away" in shown.stdout
+    as_json = json.loads(hygieia("sessions", "show", session_id, "--json", env=env).stdout)
+    [dead] = as_json["dead_letters"]
+    assert (dead["source"], dead["text"]) == ("outbox", "undeliverable words")
