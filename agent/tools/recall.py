@@ -10,6 +10,7 @@ from agent.types import ChatMessage
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
+MAX_OFFSET = 1_000_000_000
 
 
 def _header(message: ChatMessage) -> str:
@@ -25,7 +26,12 @@ RECALL_SCHEMA: JSONObject = {
         "compaction_id": {"type": "string", "description": "Only messages this compaction archived."},
         "from_id": {"type": "integer", "minimum": 0, "description": "First message id (inclusive)."},
         "to_id": {"type": "integer", "minimum": 0, "description": "Last message id (inclusive)."},
-        "offset": {"type": "integer", "minimum": 0, "description": "Where to start (next_offset)."},
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MAX_OFFSET,
+            "description": "Where to start (next_offset).",
+        },
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Page size."},
     },
     "required": [],
