@@ -153,14 +153,14 @@ def _addressing(text: str, entities: tuple[MessageEntity, ...], me: BotIdentity)
     Mentions by @username or text_mention and commands (``/cmd`` or ``/cmd@us``) address us;
     a command for another bot (``/cmd@other``) does not. Entity offsets are UTF-16 units.
     """
-    units = text.encode("utf-16-le")
+    units = text.encode("utf-16-le", "surrogatepass")
     handle = "@" + me.username.lower()
     addressed = False
     foreign_command = False
     cuts: list[tuple[int, int]] = []
     for entity in entities:
         start, end = entity.offset, entity.offset + entity.length
-        value = units[start * 2 : end * 2].decode("utf-16-le", errors="replace")
+        value = units[start * 2 : end * 2].decode("utf-16-le", "surrogatepass")
         if (entity.type == MessageEntity.MENTION and value.lower() == handle) or (
             entity.type == MessageEntity.TEXT_MENTION and entity.user is not None and entity.user.id == me.id
         ):
@@ -181,7 +181,7 @@ def _addressing(text: str, entities: tuple[MessageEntity, ...], me: BotIdentity)
 
 
 def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _fallback_addressing(text: str, me: BotIdentity) -> tuple[bool, bool, list[tuple[int, int]]]:
@@ -207,13 +207,13 @@ def _fallback_addressing(text: str, me: BotIdentity) -> tuple[bool, bool, list[t
 def _cut(units: bytes, cuts: list[tuple[int, int]]) -> str:
     """Remove UTF-16 ranges from the text and tidy the whitespace and punctuation they leave."""
     if not cuts:
-        return units.decode("utf-16-le", errors="replace")
+        return units.decode("utf-16-le", "surrogatepass")
     pieces: list[str] = []
     pos = 0
     for start, end in sorted(cuts):
-        pieces.append(units[pos * 2 : start * 2].decode("utf-16-le", errors="replace"))
+        pieces.append(units[pos * 2 : start * 2].decode("utf-16-le", "surrogatepass"))
         pos = max(pos, end)
-    pieces.append(units[pos * 2 :].decode("utf-16-le", errors="replace"))
+    pieces.append(units[pos * 2 :].decode("utf-16-le", "surrogatepass"))
     out = pieces[0]
     for piece in pieces[1:]:
         if not out.strip():
