@@ -162,8 +162,8 @@ def search_sessions(
         chat_id=chat,
         session_id=session,
         user_id=user,
-        since=_utc(since),
-        until=_utc(until),
+        since=_utc(since, "--since"),
+        until=_utc(until, "--until"),
         state=state,  # type: ignore[arg-type]
     )
 
@@ -215,7 +215,13 @@ def restore_session(
     )
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
+def _utc(value: datetime | None, flag: str) -> datetime | None:
+    """``value`` in UTC (a time without an offset is taken as UTC)."""
+    if value is None or value.tzinfo is None:
+        return None if value is None else value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise typer.BadParameter(
+            f"{value.isoformat()} is out of range once converted to UTC (years 1 to 9999)", param_hint=flag
+        ) from None

@@ -7,9 +7,14 @@ environment; a secret found in the YAML file is refused, so it never ends up in 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -30,6 +35,17 @@ from agent.settings import (
 
 ENV_PREFIX = "HYGIEIA_"
 SECRET_FIELDS = ("anthropic_api_key", "telegram_bot_token", "discord_bot_token", "admin_token")
+SECRET_ENV: dict[tuple[str, ...], str] = {
+    ("anthropicapikey",): "ANTHROPIC_API_KEY",
+    ("telegrambottoken",): "TELEGRAM_BOT_TOKEN",
+    ("discordbottoken",): "DISCORD_BOT_TOKEN",
+    ("admintoken",): "HYGIEIA_ADMIN_TOKEN",
+    ("telegram", "webhooksecret"): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
+    ("telegramwebhooksecret",): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
+}
+"""Secret-bearing settings (keys compacted: lower case, letters and digits only) and their env vars."""
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "privatekey", "credentials")
+_FREE_FORM = frozenset({"modelprices", "modelthresholds"})  # keys there are model names
 DEFAULT_SYSTEM_PROMPT = (
     "You are Hygieia, a helpful assistant in a long-lived chat. Messages from people arrive with a short "
     "header naming the author and time. Earlier parts of a long conversation may have been summarized; "
@@ -162,6 +178,17 @@ class Settings(BaseSettings):
 
     _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(_split_csv)
 
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(
+                f"unknown time zone {value!r}; use an IANA name such as UTC or Europe/Paris"
+            ) from None
+        return value
+
     @field_validator("allowed_users", "admin_users")
     @classmethod
     def _platform_qualified(cls, value: list[str]) -> list[str]:
@@ -218,15 +245,62 @@ def _config_path() -> Path | None:
 
 
 class _SecretRefusingYamlSource(YamlConfigSettingsSource):
-    """Reads ``hygieia.yaml`` and refuses secrets in it."""
+    """Reads ``hygieia.yaml``: one clear line when it is not YAML, and secrets in it refused."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        super().__init__(settings_cls, yaml_file=path)
-        leaked = [name for name in SECRET_FIELDS if name in self.yaml_data]
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot be read ({exc})") from None
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError(
+                f"{path}: must hold settings as 'key: value' lines, not a {type(data).__name__}"
+            )
+        leaked = secrets_in(data or {})
         if leaked:
             raise ConfigError(
-                f"{path}: {', '.join(leaked)} must come from the environment, not the config file"
+                f"{path}: secrets are not read from the config file; remove them and set "
+                f"{', '.join(dict.fromkeys(leaked))} in the environment instead"
             )
+        super().__init__(settings_cls, yaml_file=path)
+
+
+def _compact(key: str) -> str:
+    compact = re.sub(r"[^a-z0-9]", "", key.lower())
+    return compact.removeprefix("hygieia") or compact
+
+
+def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[str]:
+    """The env vars for every secret-bearing key in ``data``, under any spelling, at any depth."""
+    found: list[str] = []
+    for key, value in data.items():
+        spelled = (*path, str(key))
+        compact = tuple(_compact(k) for k in spelled)
+        if compact in SECRET_ENV:
+            found.append(SECRET_ENV[compact])
+        elif compact[-1].endswith(_SECRET_ENDINGS):
+            found.append(ENV_PREFIX + "__".join(re.sub(r"[^A-Za-z0-9]+", "_", k).upper() for k in spelled))
+        elif compact == ("databaseurl",) and isinstance(value, str) and _has_password(value):
+            found.append(ENV_PREFIX + "DATABASE_URL")
+        elif isinstance(value, Mapping) and compact[-1] not in _FREE_FORM:
+            found.extend(secrets_in(value, spelled))
+    return found
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return bool(urlsplit(url).password)
+    except ValueError:
+        return False
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return str(exc).replace("\n", " ")
 
 
 def _env_name(loc: tuple[int | str, ...]) -> str:

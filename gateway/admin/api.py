@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query
 
 from agent.errors import NotFound
 from agent.types import ChatMessage, CompactionRecord, SearchFilters, SearchHit
@@ -32,9 +32,16 @@ def checked_id(session_id: str) -> str:
     return session_id
 
 
-def utc(value: datetime | None) -> datetime | None:
-    """A naive time is taken as UTC."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+def utc(value: datetime | None, name: str = "time") -> datetime | None:
+    """``value`` in UTC (a naive time is taken as UTC); a 400 naming ``name`` when UTC cannot hold it."""
+    if value is None or value.tzinfo is None:
+        return None if value is None else value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise HTTPException(
+            400, f"{name}: {value.isoformat()} is out of range once converted to UTC (years 1 to 9999)"
+        ) from None
 
 
 def session_json(info: SessionInfo, *, full: bool = False) -> dict[str, Any]:
@@ -147,8 +154,8 @@ def api_router(store: Store) -> APIRouter:
             chat_id=chat,
             session_id=session,
             user_id=user,
-            since=utc(since),
-            until=utc(until),
+            since=utc(since, "since"),
+            until=utc(until, "until"),
             state=state,
         )
         return [hit_json(h) for h in await store.search(q, filters, limit=limit, offset=offset)]

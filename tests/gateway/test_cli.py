@@ -207,3 +207,50 @@ def test_sessions_show_lists_dead_letters_with_their_errors(env: dict[str, str],
     as_json = json.loads(hygieia("sessions", "show", session_id, "--json", env=env).stdout)
     [dead] = as_json["dead_letters"]
     assert (dead["source"], dead["text"]) == ("outbox", "undeliverable words")
+
+
+def _one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "command", [["sessions", "list"], ["sessions", "show", "abc"], ["sessions", "search", "x"]]
+)
+def test_sessions_on_a_database_never_migrated_says_to_run_migrate(
+    env: dict[str, str], command: list[str]
+) -> None:
+    result = hygieia(*command, env=env)
+    assert result.returncode == 1
+    assert "hygieia migrate" in _one_clean_line(result)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--since", "0001-01-01T00:00:00+05:00"), ("--until", "9999-12-31T23:00:00-05:00")],
+)
+def test_a_search_time_out_of_range_in_utc_is_one_line(env: dict[str, str], flag: str, value: str) -> None:
+    assert hygieia("migrate", env=env).returncode == 0
+    result = hygieia("sessions", "search", "x", flag, value, env=env)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and flag in result.stderr and "range" in result.stderr
+
+
+def test_a_yaml_syntax_error_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "broken.yaml"
+    config.write_text("compression:\n  threshold: [0.5\n")
+    result = hygieia("sessions", "list", env={**env, "HYGIEIA_CONFIG": str(config)})
+    assert result.returncode == 2
+    assert "not valid YAML" in _one_clean_line(result)
+
+
+@pytest.mark.parametrize("command", [["doctor", "--offline"], ["run"]])
+def test_an_unknown_timezone_stops_doctor_and_run_with_one_line(
+    env: dict[str, str], command: list[str]
+) -> None:
+    result = hygieia(*command, env={**env, "HYGIEIA_TIMEZONE": "Mars/Olympus_Mons"}, stdin="")
+    assert result.returncode != 0
+    assert "HYGIEIA_TIMEZONE" in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
