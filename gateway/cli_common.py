@@ -23,7 +23,7 @@ from gateway.store.repository import Store
 
 T = TypeVar("T")
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error stays on one line, whatever the width
 # Piped output is read by people too (and grepped): do not fold tables to 80 columns there.
 out = Console(width=None if sys.stdout.isatty() else 160)
 

@@ -17,7 +17,7 @@ from agent.errors import HygieiaError, NotFound, StoreError
 from gateway.admin.api import api_router
 from gateway.admin.dead_letters import dead_letter_router
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
-from gateway.admin.middleware import AccessLog, AdminAuth
+from gateway.admin.middleware import AccessLog, AdminAuth, FailedLogins, check_admin_token
 from gateway.admin.views import page_router
 from gateway.store.repository import Store
 
@@ -41,8 +41,9 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
-def create_app(store: Store, *, token: str) -> FastAPI:
-    """The admin app over ``store``; every route but ``/healthz`` needs ``token``."""
+def create_app(store: Store, *, token: str, failed_logins: FailedLogins | None = None) -> FastAPI:
+    """The admin app over ``store``; every route but ``/healthz`` needs ``token`` (ConfigError when weak)."""
+    token = check_admin_token(token)
     app = FastAPI(title="Hygieia admin", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     metrics = AdminMetrics()
 
@@ -61,6 +62,6 @@ def create_app(store: Store, *, token: str) -> FastAPI:
     app.add_exception_handler(HygieiaError, error_response)
     app.add_exception_handler(SQLAlchemyError, error_response)
     app.add_exception_handler(HTTPException, http_error)
-    app.add_middleware(AdminAuth, token=token)
+    app.add_middleware(AdminAuth, token=token, failed_logins=failed_logins)
     app.add_middleware(AccessLog)  # outermost: logs 401s too
     return app
