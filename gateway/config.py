@@ -97,6 +97,10 @@ class SessionSettings(BaseModel):
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     hygiene_notice: bool = False
     max_inbound_chars: int = Field(32_000, ge=100)
+    max_inbound_attachment_chars: int = Field(100_000, ge=100)
+    """Characters kept of each text file that comes with a message (every platform)."""
+    max_inbound_total_chars: int = Field(200_000, ge=100, le=500_000)
+    """Characters kept of a whole message, its text and files together (every platform)."""
     turn_grace_seconds: float = Field(30.0, ge=0)
 
 

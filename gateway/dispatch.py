@@ -209,7 +209,12 @@ class Gateway:
             chat_id=msg.chat_id,
             platform_message_id=inbox_message_id(msg),
             session_key=key,
-            payload=inbox_payload(msg, cleaned),
+            payload=inbox_payload(
+                msg,
+                cleaned,
+                attachment_chars=self._settings.sessions.max_inbound_attachment_chars,
+                total_chars=self._settings.sessions.max_inbound_total_chars,
+            ),
             addressed=msg.addressed,
         )
         log_fields = {"platform": msg.platform, "key": key, "inbox_id": inbox_id}

@@ -17,6 +17,7 @@ from telegram import Bot, Document, Message, MessageEntity, Update
 from telegram.error import TelegramError
 
 from gateway.platforms.base import Attachment, ChatType, InboundMessage
+from gateway.platforms.text_files import MAX_DOWNLOAD_BYTES, MAX_TEXT_BYTES, decode_capped, looks_binary
 
 _log = logging.getLogger(__name__)
 
@@ -65,8 +66,8 @@ class BotIdentity:
 class DownloadLimits:
     """``max_text_bytes`` of a text document are kept; files above ``max_download_bytes`` are not fetched."""
 
-    max_text_bytes: int = 200_000
-    max_download_bytes: int = 5_000_000
+    max_text_bytes: int = MAX_TEXT_BYTES
+    max_download_bytes: int = MAX_DOWNLOAD_BYTES
 
 
 async def to_inbound(
@@ -285,21 +286,10 @@ async def _document(doc: Document, bot: Bot, limits: DownloadLimits) -> Attachme
     except TelegramError as exc:
         _log.warning("could not download document %s: %s", doc.file_id, exc)
         return replace(base, note=f"could not be downloaded ({exc})")
-    if b"\x00" in data[:8192]:
+    if looks_binary(data):
         return replace(base, note="binary content, not read")
-    text, note = _decode_capped(data, limits.max_text_bytes)
+    text, note = decode_capped(data, limits.max_text_bytes)
     return replace(base, text=text, note=note)
-
-
-def _decode_capped(data: bytes, cap: int) -> tuple[str, str | None]:
-    """The text of ``data`` up to ``cap`` bytes, and a note saying how much was kept when cut."""
-    if len(data) <= cap:
-        return data.decode("utf-8-sig", errors="replace"), None
-    cut = cap
-    while cut > 0 and (data[cut] & 0xC0) == 0x80:  # do not cut inside a UTF-8 sequence
-        cut -= 1
-    text = data[:cut].decode("utf-8-sig", errors="replace")
-    return text, f"kept the first {cut:,} of {len(data):,} bytes"
 
 
 def _seconds(obj: object, attribute: str) -> int:
