@@ -24,9 +24,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     with op.batch_alter_table("outbox") as batch:
-        batch.add_column(
-            sa.Column("kind", sa.String(16), server_default=sa.text("'reply'"), nullable=False)
-        )
+        batch.add_column(sa.Column("kind", sa.String(16), server_default=sa.text("'reply'"), nullable=False))
         batch.create_check_constraint(op.f("ck_outbox_kind"), "kind IN ('reply', 'notice', 'failure_notice')")
 
 
