@@ -13,10 +13,9 @@ import re
 
 REDACTED = "[REDACTED]"
 
-_PEM = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s]*)"
-)
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s]*")
 
 # Credentials recognised by their shape alone.
 _SHAPES: tuple[re.Pattern[str], ...] = (
@@ -45,14 +44,16 @@ _SHAPES: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"),  # Shopify
 )
 
-# A key that names a secret, then = or :, then the value (quoted, or up to a delimiter).
+# A word that names a secret (alone, or ending a compound key such as TELEGRAM_BOT_TOKEN), then = or :,
+# then the value (quoted, or up to a delimiter). The compound's head is not matched, only looked at:
+# matching it as a repeated group would backtrack quadratically over a long identifier.
 _SECRET_KEY = (
-    r"(?:[A-Za-z0-9]+[_.-])*"
+    r"(?:(?<=[_.-])|(?<![A-Za-z0-9]))"
     r"(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key"
     r"|secret[_-]?key|account[_-]?key|credentials?|auth[_-]?token|session[_-]?key)"
 )
 _KEY_VALUE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9])({_SECRET_KEY})"
+    rf"(?i)({_SECRET_KEY})"
     r"([\"']?[ \t]*[=:][ \t]*)"
     r"(\"(?:[^\"\\\n]|\\.)+\"|'[^'\n]+'|[^\s,;&\"'<>{}()\[\]]{6,})"
 )
@@ -69,13 +70,30 @@ def _keep_key(match: re.Match[str]) -> str:
 
 def redact(text: str) -> str:
     """``text`` with every recognised secret replaced by ``[REDACTED]``."""
-    text = _PEM.sub(REDACTED, text)
+    text = _redact_pem(text)
     for pattern in _SHAPES:
         text = pattern.sub(REDACTED, text)
     text = _AUTH_HEADER.sub(rf"\g<1>\g<2>{REDACTED}", text)
     text = _API_KEY_HEADER.sub(rf"\g<1>\g<2>{REDACTED}", text)
     text = _KEY_VALUE.sub(_keep_key, text)
     return _URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<2>", text)
+
+
+def _redact_pem(text: str) -> str:
+    """Private-key blocks, whole or cut short (then up to the end of the base64 body); one pass."""
+    pieces: list[str] = []
+    pos = 0
+    end_search_from: int | None = 0  # None: no END marker anywhere further on
+    while (begin := _PEM_BEGIN.search(text, pos)) is not None:
+        pieces += [text[pos : begin.start()], REDACTED]
+        end = _PEM_END.search(text, begin.end()) if end_search_from is not None else None
+        if end is None:
+            end_search_from = None
+            body = _PEM_BODY.match(text, begin.end())
+            pos = body.end() if body is not None else begin.end()
+        else:
+            pos = end.end()
+    return "".join(pieces) + text[pos:] if pieces else text
 
 
 class RedactingFilter(logging.Filter):
