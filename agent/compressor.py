@@ -70,6 +70,8 @@ SUMMARY_MIN_TOKENS = 2000
 SUMMARY_MAX_TOKENS = 12_000
 SUMMARY_WINDOW_SHARE = 0.05
 STRIKES_TO_STOP = 2
+# The longest the breaker stays open before it lets one automatic attempt through (half-open).
+BREAKER_MAX_SECONDS = 4 * 3600
 CONTEXT_CHANGE_RATIO = 1.10
 _AWAITING_CHECK = "awaiting_usage_check"
 
@@ -188,10 +190,23 @@ class ContextCompressor(ContextEngine):
     # ---- when ----------------------------------------------------------------------------
 
     def _cooling(self, state: ContextState) -> bool:
+        """The summarizer rests: a cooldown after a failure, or the breaker's (longer) back-off."""
         return state.cooldown_until is not None and self.clock() < state.cooldown_until
 
     def _breaker_open(self, state: ContextState) -> bool:
-        return state.consecutive_failures >= self.settings.max_consecutive_failures
+        """Open: too many failures in a row and the back-off is running. Once it has run out the
+        breaker is half-open: one automatic attempt goes through; success closes it, failure
+        opens it again for twice as long."""
+        return state.consecutive_failures >= self.settings.max_consecutive_failures and self._cooling(state)
+
+    def backoff(self, failures: int) -> timedelta:
+        """The rest after ``failures`` failures in a row: the cooldown, then once the breaker is
+        open cooldown x 2^k for its k-th opening, capped at :data:`BREAKER_MAX_SECONDS`."""
+        base = self.settings.cooldown_seconds
+        openings = failures - self.settings.max_consecutive_failures + 1
+        if openings <= 0:
+            return timedelta(seconds=base)
+        return timedelta(seconds=max(base, min(BREAKER_MAX_SECONDS, base * 2.0 ** min(openings, 32))))
 
     @staticmethod
     def _thrashing(state: ContextState, prompt_tokens: int) -> bool:
@@ -217,7 +232,7 @@ class ContextCompressor(ContextEngine):
             return True  # must shrink: a breaker or cooldown only turns the summary extractive
         if trigger == "hygiene":
             return True  # hygiene keeps its own cooldown ladder (gateway/hygiene.py)
-        return not (self._breaker_open(state) or self._cooling(state))
+        return not self._cooling(state)
 
     def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt_chars: int) -> None:
         real = usage.context_tokens
@@ -252,7 +267,8 @@ class ContextCompressor(ContextEngine):
         # Only a context that cannot be sent as it is takes the extractive fallback; below that,
         # a failed summary leaves the session as it was and a better one comes after the cooldown.
         must_shrink = trigger == "reactive" or before >= session.context_window * MUST_SHRINK_RATIO
-        use_model = trigger == "manual" or not (self._breaker_open(state) or self._cooling(state))
+        use_model = trigger == "manual" or not self._cooling(state)
+        breaker_was_open = state.consecutive_failures >= self.settings.max_consecutive_failures
         if not use_model and not must_shrink:
             reason = "circuit breaker open" if self._breaker_open(state) else "summarizer cooling down"
             return CompressionOutcome(None, "failed", before, before, reason=reason)
@@ -323,19 +339,23 @@ class ContextCompressor(ContextEngine):
                 return CompressionOutcome(None, "failed", before, before, reason=reason, summary_usage=usage)
             status = "fallback"
             body = redact(extractive_summary(content, budget_tokens=budget, previous_summary=previous))
-        else:
-            state.consecutive_failures, state.cooldown_until = 0, None
         summary = ChatMessage(
             role="user",
             content=[text_block(format_handoff(normalize_summary(body, archived)))],
             kind="summary",
             created_at=self.clock(),
         )
-        return self._finish(attempt, view, summary, bounds, status, usage, reason or "summarized")
+        outcome = self._finish(attempt, view, summary, bounds, status, usage, reason or "summarized")
+        # A model summary closes the breaker; so does a fallback that got the context under target
+        # while the breaker was open (below the limit, the count of model failures goes on).
+        under_target = outcome.tokens_after <= threshold * TARGET_FRACTION
+        if outcome.plan is not None and (status == "ok" or (breaker_was_open and under_target)):
+            state.consecutive_failures, state.cooldown_until = 0, None
+        return outcome
 
     def _record_failure(self, state: ContextState) -> None:
         state.consecutive_failures += 1
-        state.cooldown_until = self.clock() + timedelta(seconds=self.settings.cooldown_seconds)
+        state.cooldown_until = self.clock() + self.backoff(state.consecutive_failures)
 
     async def _summarize(
         self, content: list[ChatMessage], previous: str | None, budget: int, focus: str | None

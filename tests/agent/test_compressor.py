@@ -14,7 +14,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from agent.compaction import compact
-from agent.compressor import ContextCompressor, summary_budget
+from agent.compressor import BREAKER_MAX_SECONDS, ContextCompressor, summary_budget
 from agent.compressor_boundaries import choose_boundaries
 from agent.errors import AuthenticationFailed, Overloaded, SpendLimitReached
 from agent.offline import OfflineProvider
@@ -306,6 +306,60 @@ async def test_breaker_opens_after_repeated_failures_but_manual_still_runs(
     assert state.consecutive_failures == 0 and engine.should_compress(session, state, 12_000)
 
 
+async def test_the_breaker_half_opens_after_its_back_off_and_a_success_closes_it(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = ScriptedSummarizer(*(Overloaded("busy") for _ in range(3)))  # then healthy again
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    await persist(store, session.id, conversation(20, **LONG))
+    for _ in range(3):
+        await compact(engine, store, session, trigger="in_loop", prompt_tokens=12_000)
+        clock.advance(601)
+    state = await store.load_context_state(session.id)
+    assert state.consecutive_failures == 3 and not engine.should_compress(session, state, 12_000)
+
+    clock.advance(BREAKER_MAX_SECONDS)  # past any back-off: the outage is over
+    assert engine.should_compress(session, state, 12_000)
+    result = await compact(engine, store, session, trigger="in_loop", prompt_tokens=12_000)
+
+    assert result.outcome.status == "ok" and len(summarizer.requests) == 4
+    state = await store.load_context_state(session.id)
+    assert state.consecutive_failures == 0 and state.cooldown_until is None
+
+
+async def test_a_failed_half_open_attempt_doubles_the_back_off_up_to_the_cap(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = ScriptedSummarizer(*(Overloaded("busy") for _ in range(12)))
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    await persist(store, session.id, conversation(20, **LONG))
+    waits: list[float] = []
+    for _ in range(12):
+        await compact(engine, store, session, trigger="in_loop", prompt_tokens=12_000)
+        state = await store.load_context_state(session.id)
+        assert state.cooldown_until is not None
+        waits.append((state.cooldown_until - clock.now).total_seconds())
+        clock.advance(waits[-1] + 1)
+    assert len(summarizer.requests) == 12  # exactly one automatic attempt per back-off
+    assert waits[:6] == [600, 600, 1200, 2400, 4800, 9600]
+    assert max(waits) == BREAKER_MAX_SECONDS == waits[-1]
+
+
+async def test_an_extractive_fallback_that_gets_under_target_closes_the_breaker(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = ScriptedSummarizer()
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    opened = ContextState(consecutive_failures=3, cooldown_until=clock.now + timedelta(hours=1))
+    await store.save_context_state(session.id, opened)
+    await persist(store, session.id, conversation(20, **LONG))
+    result = await compact(engine, store, session, trigger="reactive", prompt_tokens=21_000)
+    assert result.outcome.status == "fallback" and summarizer.requests == []
+    assert result.outcome.tokens_after <= engine.target_tokens(session)
+    state = await store.load_context_state(session.id)
+    assert state.consecutive_failures == 0 and state.cooldown_until is None
+
+
 async def test_must_shrink_falls_back_to_extractive_summary(
     store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
 ) -> None:
@@ -329,7 +383,8 @@ async def test_breaker_open_hygiene_at_the_edge_of_the_window_goes_straight_to_f
 ) -> None:
     summarizer = ScriptedSummarizer()
     engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
-    await store.save_context_state(session.id, ContextState(consecutive_failures=3))
+    opened = ContextState(consecutive_failures=3, cooldown_until=clock.now + timedelta(hours=1))
+    await store.save_context_state(session.id, opened)
     await persist(store, session.id, conversation(20, **LONG))
     result = await compact(engine, store, session, trigger="hygiene", prompt_tokens=19_500)
     assert result.outcome.status == "fallback" and summarizer.requests == []
@@ -340,7 +395,8 @@ async def test_breaker_open_hygiene_with_room_left_changes_nothing(
 ) -> None:
     summarizer = ScriptedSummarizer()
     engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
-    await store.save_context_state(session.id, ContextState(consecutive_failures=3))
+    opened = ContextState(consecutive_failures=3, cooldown_until=clock.now + timedelta(hours=1))
+    await store.save_context_state(session.id, opened)
     stored = await persist(store, session.id, conversation(20, **LONG))
     result = await compact(engine, store, session, trigger="hygiene", prompt_tokens=18_000)
     assert result.record is None and result.outcome.status == "failed"
