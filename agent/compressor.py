@@ -37,14 +37,14 @@ from agent.provider import LLMProvider, LLMRequest
 from agent.redact import redact
 from agent.settings import CompressionSettings
 from agent.tokens import (
+    PromptSize,
     calibrate,
     cost_usd,
     estimate_message_tokens,
+    estimate_messages_tokens,
     estimate_prompt_tokens,
     estimate_text_tokens,
-    message_chars,
     model_info,
-    prompt_chars,
 )
 from agent.transcript import repair_tool_pairs, validate_messages
 from agent.types import (
@@ -94,12 +94,11 @@ class _Sizes:
     system: int
     scale: float
     offset: int
-    chars_per_token: float | None
+    token_scale: float | None
 
     def of(self, m: ChatMessage) -> int:
-        if self.chars_per_token:
-            return math.ceil(message_chars(m) / self.chars_per_token)
-        return estimate_message_tokens(m)
+        rough = estimate_message_tokens(m)
+        return math.ceil(rough * self.token_scale) if self.token_scale else rough
 
     def real(self, estimate: int) -> int:
         # The larger of a proportional and an additive correction: over- beats under-estimating.
@@ -170,13 +169,8 @@ class ContextCompressor(ContextEngine):
         messages: Sequence[ChatMessage],
         prompt_tokens: int | None,
     ) -> tuple[_Sizes, int]:
-        ratio = state.chars_per_token
-        system = (
-            math.ceil(len(session.system_prompt) / ratio)
-            if ratio
-            else estimate_text_tokens(session.system_prompt)
-        )
-        probe = _Sizes([], system, 1.0, 0, ratio)
+        system = estimate_text_tokens(session.system_prompt)
+        probe = _Sizes([], system, 1.0, 0, state.token_scale)
         per = [probe.of(m) for m in messages]
         estimate = system + sum(per)
         real = (
@@ -185,7 +179,7 @@ class ContextCompressor(ContextEngine):
             else self.estimate_prompt_tokens(session, state, messages)
         )
         scale = min(3.0, max(0.5, real / estimate)) if estimate else 1.0
-        return _Sizes(per, system, scale, max(0, real - estimate), ratio), real
+        return _Sizes(per, system, scale, max(0, real - estimate), state.token_scale), real
 
     # ---- when ----------------------------------------------------------------------------
 
@@ -234,13 +228,13 @@ class ContextCompressor(ContextEngine):
             return True  # hygiene keeps its own cooldown ladder (gateway/hygiene.py)
         return not self._cooling(state)
 
-    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt_chars: int) -> None:
+    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt: PromptSize) -> None:
         real = usage.context_tokens
         if real <= 0:
             return
-        calibrate(state, prompt_chars, real)
+        calibrate(state, prompt, real)
         state.last_prompt_tokens = real
-        state.last_prompt_chars = prompt_chars
+        state.last_prompt_estimate = prompt.messages
         state.last_prompt_at = self.clock()
         if state.extra.pop(_AWAITING_CHECK, False):
             if real >= self.threshold_tokens(session):
@@ -449,7 +443,7 @@ class ContextCompressor(ContextEngine):
             state.ineffective_strikes, state.strike_context_tokens = 0, None
         state.extra[_AWAITING_CHECK] = True
         state.last_prompt_tokens = after
-        state.last_prompt_chars = prompt_chars(session.system_prompt, repaired)
+        state.last_prompt_estimate = estimate_messages_tokens(repaired)
         _log.info(
             "compaction planned (%s): %d -> %d tokens, %d archived",
             status,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from agent.tokens import PromptSize
 from agent.types import (
     AgentSession,
     ChatMessage,
@@ -67,6 +68,7 @@ class ContextEngine(ABC):
     ) -> CompressionOutcome:
         """Plan a compaction of ``messages`` (the persisted active view); updates ``state``."""
 
-    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt_chars: int) -> None:
-        """Learn from a real API-reported prompt size (calibration, anti-thrash)."""
+    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt: PromptSize) -> None:
+        """Learn from a real API-reported prompt size (calibration, anti-thrash); ``prompt`` is the
+        rough size of the request it counted."""
         return None

@@ -25,7 +25,7 @@ from agent.loop_request import build_request, estimate_request_tokens, turn_ttl
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.settings import LLMSettings, PromptCachingSettings
 from agent.storage import ConversationStore
-from agent.tokens import cost_usd, model_info, prompt_chars
+from agent.tokens import cost_usd, model_info, prompt_size
 from agent.tools import ToolContext, ToolOutput, ToolRegistry, cap_output, default_registry, tool_result_block
 from agent.tools.base import utcnow
 from agent.types import (
@@ -295,10 +295,10 @@ class AgentLoop:
         """Record the call's usage and cost, and let the engine learn the real prompt size."""
         usage = response.usage
         turn.usages.append(usage)
-        chars = prompt_chars(turn.session.system_prompt, turn.view)
-        self._engine.on_usage(turn.session, turn.state, usage, chars)
+        size = prompt_size(turn.session.system_prompt, turn.view, turn.tools)
+        self._engine.on_usage(turn.session, turn.state, usage, size)
         turn.state.last_prompt_tokens = usage.context_tokens
-        turn.state.last_prompt_chars = chars
+        turn.state.last_prompt_estimate = size.messages
         turn.state.last_prompt_at = self._clock()
         model = response.model or turn.session.model
         cost = (

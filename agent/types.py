@@ -232,8 +232,10 @@ class ContextState:
 
     last_prompt_tokens: int | None = None
     last_prompt_at: datetime | None = None
-    last_prompt_chars: int | None = None
-    chars_per_token: float | None = None
+    # The rough (uncalibrated) token estimate of the messages that ``last_prompt_tokens`` counted.
+    last_prompt_estimate: int | None = None
+    # Real message tokens per rough estimated token, learned from API usage (agent.tokens.calibrate).
+    token_scale: float | None = None
     cooldown_until: datetime | None = None
     consecutive_failures: int = 0
     ineffective_strikes: int = 0

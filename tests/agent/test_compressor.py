@@ -20,7 +20,7 @@ from agent.errors import AuthenticationFailed, Overloaded, SpendLimitReached
 from agent.offline import OfflineProvider
 from agent.prompts import HANDOFF_PREFIX, HANDOFF_SUFFIX, SECTIONS
 from agent.settings import CompressionSettings
-from agent.tokens import estimate_message_tokens, prompt_chars
+from agent.tokens import PromptSize, estimate_message_tokens, prompt_size
 from agent.transcript import validate_messages
 from agent.types import AgentSession, ChatMessage, ContextState, Usage
 from tests.agent.conftest import (
@@ -69,7 +69,7 @@ def test_real_usage_beats_rough_estimate(engine: ContextCompressor, session: Age
     rough = engine.estimate_prompt_tokens(session, state, messages)
     assert not engine.should_compress(session, state, rough)
     # The API says the prompt (tools, images, a dense language...) is far bigger than it looks.
-    engine.on_usage(session, state, Usage(input_tokens=12_000), prompt_chars(session.system_prompt, messages))
+    engine.on_usage(session, state, Usage(input_tokens=12_000), prompt_size(session.system_prompt, messages))
     real = engine.estimate_prompt_tokens(session, state, messages)
     assert real >= 12_000
     assert engine.should_compress(session, state, real)
@@ -78,7 +78,7 @@ def test_real_usage_beats_rough_estimate(engine: ContextCompressor, session: Age
 def test_real_usage_counts_cache_tokens_of_one_call(engine: ContextCompressor, session: AgentSession) -> None:
     state = ContextState()
     usage = Usage(input_tokens=10, cache_creation_input_tokens=4_000, cache_read_input_tokens=7_000)
-    engine.on_usage(session, state, usage, 40_000)
+    engine.on_usage(session, state, usage, PromptSize(messages=10_000, overhead=500))
     assert state.last_prompt_tokens == 11_010
 
 
@@ -427,7 +427,7 @@ async def test_ineffective_compactions_stop_until_context_changes(
         assert result.outcome.plan is not None
         state = await store.load_context_state(session.id)
         # The next real call still reports a prompt over the threshold (say, huge tool schemas).
-        engine.on_usage(session, state, Usage(input_tokens=11_000), 30_000)
+        engine.on_usage(session, state, Usage(input_tokens=11_000), PromptSize(7_500, 500))
         await store.save_context_state(session.id, state)
     state = await store.load_context_state(session.id)
     assert state.ineffective_strikes == 2
@@ -444,7 +444,7 @@ async def test_effective_compaction_clears_strikes(engine: ContextCompressor, se
     state = ContextState(
         ineffective_strikes=1, strike_context_tokens=11_000, extra={"awaiting_usage_check": True}
     )
-    engine.on_usage(session, state, Usage(input_tokens=5_000), 20_000)
+    engine.on_usage(session, state, Usage(input_tokens=5_000), PromptSize(5_000, 500))
     assert state.ineffective_strikes == 0 and "awaiting_usage_check" not in state.extra
 
 

@@ -6,7 +6,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 from agent.loop_request import estimate_request_tokens
-from agent.tokens import prompt_chars
+from agent.tokens import estimate_messages_tokens
 from agent.types import AgentSession, ChatMessage
 from gateway.hygiene import cooldown_for, run_hygiene
 from gateway.store.repository import Store
@@ -14,6 +14,8 @@ from tests.gateway.conftest import Rig, gateway_rig, is_summarizer_call
 
 WINDOW = 8000
 FILLER = "the quick brown fox jumps over the lazy dog while the band plays on " * 6  # ~400 chars
+LONG_PASTES = {"max_inbound_chars": 120_000}  # a pasted document arrives whole
+DOCUMENT = "please read this document:\n" + ("lorem ipsum dolor sit amet, consectetur " * 2600)[:100_000]
 
 
 async def _session(rig: Rig, key: str = "test:dm:chat-1") -> AgentSession:
@@ -37,7 +39,7 @@ async def _set_real_count(rig: Rig, session: AgentSession, tokens: int) -> None:
     """Pretend the API just counted the stored history as ``tokens`` (so the estimate is exactly that)."""
     state = await rig.store.load_context_state(session.id)
     state.last_prompt_tokens = tokens
-    state.last_prompt_chars = prompt_chars(session.system_prompt, await rig.store.load_active(session.id))
+    state.last_prompt_estimate = estimate_messages_tokens(await rig.store.load_active(session.id))
     await rig.store.save_context_state(session.id, state)
 
 
@@ -240,3 +242,46 @@ async def test_no_compaction_loop_over_50_turns_near_the_threshold(store: Store)
         assert all(b - a > 1 for a, b in itertools.pairwise(hygiene_turns))
         assert len(hygiene_turns) <= 5
         assert all(rig.fake.count_tokens(b) <= WINDOW for b in rig.fake.message_requests)
+
+
+async def _three_small_turns(rig: Rig) -> None:
+    for text in ("hello", "what can you do?", "thanks, one moment"):
+        await rig.say(text)
+        await rig.settle()
+
+
+async def test_a_pasted_document_at_15_percent_is_compacted_by_nothing(store: Store) -> None:
+    async with gateway_rig(store, context_window=200_000, sessions=LONG_PASTES) as rig:
+        await _three_small_turns(rig)
+        await rig.say(DOCUMENT)
+        await rig.settle()
+
+        real = rig.fake.count_tokens(rig.responder.chat_bodies[-1])
+        assert 0.12 * 200_000 <= real <= 0.18 * 200_000
+        assert await rig.store.list_compactions(await rig.session_id()) == []
+        assert rig.responder.summary_bodies == []
+
+
+async def test_hygiene_estimates_a_pasted_document_at_its_real_size(store: Store) -> None:
+    async with gateway_rig(store, context_window=200_000) as rig:
+        await _three_small_turns(rig)
+        session = await _session(rig)
+        await rig.store.append_message(session.id, ChatMessage.user(DOCUMENT))
+
+        report = await _hygiene(rig, session)
+        await rig.agent.run_turn(session)
+
+        real = rig.fake.count_tokens(rig.responder.chat_bodies[-1])
+        assert report.status == "below"
+        assert 0.9 * real <= report.estimate <= 1.1 * real
+
+
+async def test_a_pasted_document_at_55_percent_is_compacted_in_the_loop_not_by_hygiene(store: Store) -> None:
+    async with gateway_rig(store, context_window=50_000, sessions=LONG_PASTES) as rig:
+        await _three_small_turns(rig)
+        await rig.say(DOCUMENT)
+        await rig.settle()
+
+        compactions = await rig.store.list_compactions(await rig.session_id())
+        assert [c.trigger for c in compactions] == ["in_loop"]
+        assert 0.50 * 50_000 <= compactions[0].tokens_before <= 0.60 * 50_000
