@@ -20,31 +20,27 @@ from datetime import UTC, datetime, timedelta
 
 from agent.compressor_boundaries import Boundaries, choose_boundaries
 from agent.compressor_prune import prune_messages
+from agent.compressor_summary import Summarizer, SummaryJob
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.errors import AuthenticationFailed, LLMError, SpendLimitReached
 from agent.extractive import extractive_summary
 from agent.prompts import (
-    SUMMARIZER_SYSTEM,
     archived_note,
     format_handoff,
     normalize_summary,
     parse_sections,
-    serialize_messages,
     strip_handoff,
-    summary_instructions,
 )
-from agent.provider import LLMProvider, LLMRequest
+from agent.provider import LLMProvider
 from agent.redact import redact
 from agent.settings import CompressionSettings
 from agent.tokens import (
     PromptSize,
     calibrate,
-    cost_usd,
     estimate_message_tokens,
     estimate_messages_tokens,
     estimate_prompt_tokens,
     estimate_text_tokens,
-    model_info,
 )
 from agent.transcript import repair_tool_pairs, validate_messages
 from agent.types import (
@@ -142,6 +138,7 @@ class ContextCompressor(ContextEngine):
         self.summary_model = settings.summary_model or summary_model
         self.clock = clock
         self.prices = prices
+        self.summarizer = Summarizer(provider, self.summary_model, prices=prices)
 
     # ---- sizes ---------------------------------------------------------------------------
 
@@ -310,26 +307,41 @@ class ContextCompressor(ContextEngine):
         )
 
         status: CompactionStatus = "ok"
-        usage: tuple[UsageRecord, ...] = ()
+        records: list[UsageRecord] = []
         body: str | None = None
         reason = ""
+        cut_off = False
         if use_model:
+            job = SummaryJob(content, previous, budget, focus)
             try:
-                body, usage = await self._summarize(content, previous, budget, focus)
+                body = await self.summarizer.summarize(job, records)
             except (AuthenticationFailed, SpendLimitReached) as exc:
                 _log.warning("compaction aborted: %s", exc, extra={"session": session.id, "trigger": trigger})
-                return CompressionOutcome(None, "failed", before, before, reason=f"summarizer refused: {exc}")
+                return CompressionOutcome(
+                    None,
+                    "failed",
+                    before,
+                    before,
+                    reason=f"summarizer refused: {exc}",
+                    summary_usage=tuple(records),
+                )
             except LLMError as exc:
                 reason = f"summarizer failed: {exc}"
                 self._record_failure(state)
                 _log.warning("%s", reason, extra={"session": session.id, "trigger": trigger})
-            if body is not None and not body.strip():
-                body, reason = None, "summarizer returned an empty summary"
-                self._record_failure(state)
+            else:
+                if body is None:
+                    # The model answers but cannot fit this summary: not an outage, so no strike,
+                    # and waiting would not help: the extractive summary stands in now.
+                    cut_off, reason = True, "summary cut off at max_tokens twice"
+                elif not body.strip():
+                    body, reason = None, "summarizer returned an empty summary"
+                    self._record_failure(state)
         else:
             reason = "summarizer paused (breaker or cooldown)"
+        usage = tuple(records)
         if body is None:
-            if not must_shrink:
+            if not (must_shrink or cut_off):
                 return CompressionOutcome(None, "failed", before, before, reason=reason, summary_usage=usage)
             status = "fallback"
             body = redact(extractive_summary(content, budget_tokens=budget, previous_summary=previous))
@@ -350,42 +362,6 @@ class ContextCompressor(ContextEngine):
     def _record_failure(self, state: ContextState) -> None:
         state.consecutive_failures += 1
         state.cooldown_until = self.clock() + self.backoff(state.consecutive_failures)
-
-    async def _summarize(
-        self, content: list[ChatMessage], previous: str | None, budget: int, focus: str | None
-    ) -> tuple[str, tuple[UsageRecord, ...]]:
-        window = model_info(self.summary_model).context_window
-        max_tokens = budget + budget // 2
-        # Conservative 3 chars/token so the transcript surely fits the summary model's window.
-        room_chars = max(20_000, (window - max_tokens - 4_000) * 3)
-        transcript = redact(serialize_messages(content, max_chars=room_chars))
-        prompt = summary_instructions(
-            transcript,
-            budget_tokens=budget,
-            previous_summary=redact(previous) if previous else None,
-            focus=focus,
-        )
-        request = LLMRequest(
-            model=self.summary_model,
-            messages=[{"role": "user", "content": [text_block(prompt)]}],
-            max_tokens=max_tokens,
-            system=[text_block(SUMMARIZER_SYSTEM)],
-            purpose="summary",
-        )
-        response = await self.provider.create(request)
-        record = UsageRecord(
-            model=response.model or self.summary_model,
-            purpose="summary",
-            usage=response.usage,
-            cost_usd=(
-                cost_usd(response.model or self.summary_model, response.usage, prices=self.prices)
-                if response.billed
-                else 0.0
-            ),
-            estimated=response.estimated_usage,
-        )
-        text = "\n".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
-        return redact(text), (record,)
 
     def _finish(
         self,

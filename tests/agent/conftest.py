@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,13 +23,20 @@ from tests.fakes.memory_store import InMemoryStore
 CANNED_SUMMARY = "\n".join(f"## {name}\n- canned {name.lower()}" for name in SECTIONS if name != "Archived")
 
 
+@dataclass(frozen=True)
+class Cut:
+    """A scripted summary the model could not finish: it stops at max_tokens."""
+
+    text: str
+
+
 class ScriptedSummarizer:
-    """An LLMProvider for unit tests: answers with canned text or raises scripted errors."""
+    """An LLMProvider for unit tests: answers with canned text, cut-off text, or scripted errors."""
 
     name = "scripted"
 
-    def __init__(self, *replies: str | LLMError) -> None:
-        self.replies: list[str | LLMError] = list(replies)
+    def __init__(self, *replies: str | Cut | LLMError) -> None:
+        self.replies: list[str | Cut | LLMError] = list(replies)
         self.requests: list[LLMRequest] = []
 
     async def create(self, request: LLMRequest) -> LLMResponse:
@@ -36,10 +44,11 @@ class ScriptedSummarizer:
         reply = self.replies.pop(0) if self.replies else CANNED_SUMMARY
         if isinstance(reply, LLMError):
             raise reply
+        cut = isinstance(reply, Cut)
         return LLMResponse(
-            content=[text_block(reply)],
-            stop_reason="end_turn",
-            usage=Usage(input_tokens=1000, output_tokens=200),
+            content=[text_block(reply.text if isinstance(reply, Cut) else reply)],
+            stop_reason="max_tokens" if cut else "end_turn",
+            usage=Usage(input_tokens=1000, output_tokens=request.max_tokens if cut else 200),
             model=request.model,
         )
 

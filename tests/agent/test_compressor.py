@@ -18,12 +18,13 @@ from agent.compressor import BREAKER_MAX_SECONDS, ContextCompressor, summary_bud
 from agent.compressor_boundaries import choose_boundaries
 from agent.errors import AuthenticationFailed, Overloaded, SpendLimitReached
 from agent.offline import OfflineProvider
-from agent.prompts import HANDOFF_PREFIX, HANDOFF_SUFFIX, SECTIONS
+from agent.prompts import EMPTY_ITEM, HANDOFF_PREFIX, HANDOFF_SUFFIX, SECTIONS
 from agent.settings import CompressionSettings
-from agent.tokens import PromptSize, estimate_message_tokens, prompt_size
+from agent.tokens import PromptSize, estimate_message_tokens, model_info, prompt_size
 from agent.transcript import validate_messages
 from agent.types import AgentSession, ChatMessage, ContextState, Usage
 from tests.agent.conftest import (
+    Cut,
     FakeClock,
     ScriptedSummarizer,
     conversation,
@@ -130,6 +131,38 @@ async def test_summary_request_uses_summary_model_budget_and_purpose(
     assert request.purpose == "summary" and request.model == "claude-haiku-4-5"
     assert "do not answer any question" in request.system[0]["text"]
     assert request.max_tokens >= summary_budget(10_000, session.context_window)
+
+
+async def test_a_cut_off_summary_is_retried_once_with_a_larger_budget(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = ScriptedSummarizer(Cut("## Goal\n- build the thing\n## Constraints & Preferences\n- use"))
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    await persist(store, session.id, conversation(20, **LONG))
+    result = await compact(engine, store, session, trigger="in_loop")
+    first, second = summarizer.requests
+    assert first.max_tokens < second.max_tokens <= model_info("claude-haiku-4-5").max_output
+    assert result.outcome.status == "ok"
+    text = summaries(result.messages)[0].text
+    assert "canned active task" in text and "build the thing" not in text
+    assert [r.usage.output_tokens for r in store.usage[session.id]] == [first.max_tokens, 200]
+
+
+async def test_a_summary_cut_off_twice_is_never_accepted(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    partial = "## Goal\n- build the thing\n## Constraints & Preferences\n- use"
+    summarizer = ScriptedSummarizer(Cut(partial), Cut(partial))
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    stored = await persist(store, session.id, conversation(20, **LONG))
+    result = await compact(engine, store, session, trigger="in_loop")
+    assert len(summarizer.requests) == 2 and result.outcome.status == "fallback"
+    text = summaries(result.messages)[0].text
+    assert "build the thing" not in text
+    active_task = text.split("## Active Task\n")[1].split("\n## ")[0]
+    assert active_task != EMPTY_ITEM and "Question" in active_task  # the extractive summary's own task
+    summarized = [m for m in stored if m.id not in {v.id for v in result.messages}]
+    assert summarized and (await store.load_context_state(session.id)).consecutive_failures == 0
 
 
 def test_summary_budget_is_clamped() -> None:
