@@ -290,7 +290,8 @@ class ContextCompressor(ContextEngine):
         if not has_middle:
             return CompressionOutcome(None, "failed", before, before, reason="nothing to compress")
 
-        previous = next((strip_handoff(m.text) for m in reversed(middle) if m.kind == "summary"), None)
+        # Every earlier summary in the range, oldest first: each carries part of the story.
+        previous = "\n\n".join(strip_handoff(m.text) for m in middle if m.kind == "summary") or None
         ids = [m.id for m in middle if m.id is not None]
         stamps = [m.created_at for m in middle if m.created_at is not None]
         archived = archived_note(

@@ -142,11 +142,14 @@ _OUTPUT = st.one_of(
 @st.composite
 def transcripts(draw: st.DrawFn, max_turns: int = 12) -> list[ChatMessage]:
     """Valid transcripts: user turns, 0-3 tool rounds each (1-3 calls per round, results in one
-    message or split), long and identical outputs, maybe ending mid tool round."""
+    message or split), long and identical outputs, maybe a long first message (a pasted brief
+    that no tail budget holds), maybe ending mid tool round."""
     out: list[ChatMessage] = []
     turns = draw(st.integers(1, max_turns))
+    long_first = draw(st.one_of(st.just(0), st.integers(2_000, 12_000)))
     for turn in range(turns):
-        out.append(user(draw(_TEXT)))
+        text = draw(_TEXT)
+        out.append(user(f"{text} {'brief ' * (long_first // 6)}" if turn == 0 and long_first else text))
         for _ in range(draw(st.integers(0, 3))):
             outputs = draw(st.lists(_OUTPUT, min_size=1, max_size=3))
             out.extend(tool_round(outputs, split_results=draw(st.booleans())))

@@ -18,19 +18,23 @@ from agent.compressor import BREAKER_MAX_SECONDS, ContextCompressor, summary_bud
 from agent.compressor_boundaries import choose_boundaries
 from agent.errors import AuthenticationFailed, Overloaded, SpendLimitReached
 from agent.offline import OfflineProvider
-from agent.prompts import EMPTY_ITEM, HANDOFF_PREFIX, HANDOFF_SUFFIX, SECTIONS
+from agent.prompts import EMPTY_ITEM, HANDOFF_PREFIX, HANDOFF_SUFFIX, SECTIONS, format_handoff
+from agent.provider import LLMRequest, LLMResponse
 from agent.settings import CompressionSettings
 from agent.tokens import PromptSize, estimate_message_tokens, model_info, prompt_size
 from agent.transcript import validate_messages
 from agent.types import AgentSession, ChatMessage, ContextState, Usage
 from tests.agent.conftest import (
+    CANNED_SUMMARY,
     Cut,
     FakeClock,
     ScriptedSummarizer,
+    assistant,
     conversation,
     latest_human,
     persist,
     transcripts,
+    user,
 )
 from tests.fakes.memory_store import InMemoryStore
 
@@ -190,6 +194,50 @@ async def test_recompression_feeds_previous_summary(
     assert recalled.messages[0].kind == "summary"
 
 
+class GoalKeeper(ScriptedSummarizer):
+    """A summarizer that, like a good model, keeps every goal it reads (transcript or previous summary)."""
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        prompt = "".join(b["text"] for b in request.messages[-1]["content"])
+        goals = dict.fromkeys(line.strip().lstrip("- ") for line in prompt.splitlines() if "GOAL:" in line)
+        self.replies.append(CANNED_SUMMARY.replace("- canned goal", "\n".join(f"- {g}" for g in goals)))
+        return await super().create(request)
+
+
+async def test_every_earlier_summary_reaches_the_next_one(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = GoalKeeper()
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    goal = "GOAL: move the billing service to PostgreSQL 16 without downtime."
+    first = ChatMessage.user(goal + " Background: " + "the service has grown over the years. " * 300)
+    short = [
+        ChatMessage.user("ok, go on") if i % 2 == 0 else ChatMessage.assistant("Done.") for i in range(6)
+    ]
+    await persist(store, session.id, [first, *conversation(12, **LONG), *short])
+    for _ in range(2):
+        result = await compact(engine, store, session, trigger="manual")
+        assert result.record is not None and len(summaries(result.messages)) <= 1
+    await persist(store, session.id, conversation(12, **LONG))
+    third = await compact(engine, store, session, trigger="in_loop")
+
+    assert third.record is not None and len(summaries(third.messages)) == 1
+    assert goal in summarizer.prompt(-1)
+    assert goal in summaries(third.messages)[0].text
+
+
+async def test_two_active_summaries_from_before_are_both_fed_to_the_next(
+    engine: ContextCompressor, summarizer: ScriptedSummarizer, store: InMemoryStore, session: AgentSession
+) -> None:
+    older = ChatMessage.user(format_handoff("## Goal\n- GOAL: the older goal"), kind="summary")
+    newer = ChatMessage.user(format_handoff("## Goal\n- the newer goal"), kind="summary")
+    await persist(store, session.id, [older, newer, *conversation(20, **LONG)])
+    result = await compact(engine, store, session, trigger="in_loop")
+    prompt = summarizer.prompt()
+    assert prompt.index("GOAL: the older goal") < prompt.index("the newer goal")
+    assert len(summaries(result.messages)) == 1
+
+
 async def test_phase_one_alone_prunes_old_tool_output(
     engine: ContextCompressor, summarizer: ScriptedSummarizer, store: InMemoryStore, session: AgentSession
 ) -> None:
@@ -241,10 +289,13 @@ def numbered(messages: list[ChatMessage]) -> list[ChatMessage]:
     return [dataclasses.replace(m, id=i + 1, seq=i + 1) for i, m in enumerate(messages)]
 
 
-@given(transcripts())
-@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_compressed_view_is_always_valid(messages: list[ChatMessage]) -> None:
-    asyncio.run(_compress_and_check(messages))
+WINDOWS = st.sampled_from([4_000, 8_000, 16_000])
+
+
+@given(transcripts(), WINDOWS)
+@hsettings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compressed_view_is_always_valid(messages: list[ChatMessage], window: int) -> None:
+    asyncio.run(_compress_and_check(messages, window))
 
 
 @given(transcripts(), st.integers(0, 3000), st.integers(1, 6), st.integers(1, 3), st.booleans())
@@ -274,30 +325,32 @@ def test_boundaries_never_split_a_tool_pair(
 
 
 @pytest.mark.full
-@given(transcripts(max_turns=40))
+@given(transcripts(max_turns=40), WINDOWS)
 @hsettings(
     max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
-def test_compressed_view_is_always_valid_full(messages: list[ChatMessage]) -> None:
-    asyncio.run(_compress_and_check(messages))
+def test_compressed_view_is_always_valid_full(messages: list[ChatMessage], window: int) -> None:
+    asyncio.run(_compress_and_check(messages, window))
 
 
-async def _compress_and_check(messages: list[ChatMessage]) -> None:
-    session = AgentSession(id="h", system_prompt="sys", model="claude-sonnet-4-5", context_window=4_000)
+async def _compress_and_check(messages: list[ChatMessage], window: int) -> None:
+    session = AgentSession(id="h", system_prompt="sys", model="claude-sonnet-4-5", context_window=window)
     store = InMemoryStore()
-    stored = await persist(store, session.id, messages)
+    latest = latest_human(await persist(store, session.id, messages))
     engine = ContextCompressor(
         CompressionSettings(protect_last_n=2), OfflineProvider(), summary_model="claude-haiku-4-5"
     )
-    for trigger in ("manual", "reactive"):
-        result = await compact(engine, store, session, trigger=trigger)
-        view = result.messages
+    for trigger in ("manual", "manual", "reactive", "manual"):
+        view = (await compact(engine, store, session, trigger=trigger)).messages
         assert validate_messages(view) == [], (validate_messages(view), [m.to_wire() for m in view])
-        assert latest_human(view) == latest_human(stored)
+        assert latest_human(view) == latest
         assert len(summaries(view)) <= 1
         for index, m in enumerate(view[:-1]):
             if m.kind == "summary":
                 assert not view[index + 1].tool_result_ids()  # the tail never starts on a result
+        if trigger == "reactive" and view[-1].role == "assistant" and not view[-1].tool_use_ids():
+            # The conversation goes on between compactions.
+            latest, _ = await persist(store, session.id, [user("and then?"), assistant("Then this.")])
 
 
 # ---- how it fails ---------------------------------------------------------------------------
