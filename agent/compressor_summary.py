@@ -1,5 +1,10 @@
 """Phase 3 of compression: asking the summary model for the summary.
 
+The request fits the summary model, not the main one: ``max_tokens`` within its output cap,
+and the transcript sized with the token estimator (a CJK character is a token) against its
+own window, less the reply, the instructions and a safety margin. A prompt the model still
+finds too long is retried once with the transcript cut by what it reported.
+
 A summary cut off at ``max_tokens`` is never accepted (its missing sections would read as
 "no active task"): the attempt is retried once with a larger output budget, or, when the
 budget is already the model's output cap, with a smaller transcript; cut off again, the
@@ -11,13 +16,27 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from agent.errors import ContextOverflow
 from agent.prompts import SUMMARIZER_SYSTEM, serialize_messages, summary_instructions
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.redact import redact
-from agent.tokens import cost_usd, model_info
+from agent.tokens import cost_usd, estimate_text_tokens, model_info
 from agent.types import ChatMessage, UsageRecord, text_block
 
 _log = logging.getLogger(__name__)
+
+# The estimator is rough; a real tokenizer may count more: keep a tenth of the room spare.
+ESTIMATE_SAFETY = 0.9
+PROMPT_FRAMING_TOKENS = 64
+MIN_TRANSCRIPT_TOKENS = 1_000
+
+
+def _shrunk(room: int, exc: ContextOverflow) -> int:
+    """A transcript room cut by how far over the limit the API said the prompt was."""
+    if exc.actual_tokens and exc.limit_tokens and exc.actual_tokens > exc.limit_tokens:
+        over = exc.actual_tokens - exc.limit_tokens
+        return max(MIN_TRANSCRIPT_TOKENS, int((room - over) * ESTIMATE_SAFETY))
+    return max(MIN_TRANSCRIPT_TOKENS, room // 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +63,19 @@ class Summarizer:
         """The summary text, or ``None`` when it was cut off twice. Every call's usage is appended
         to ``records`` (paid for, used or not); provider errors propagate as ``LLMError``."""
         info = model_info(self.model)
-        max_tokens = job.budget + job.budget // 2
-        # Conservative 3 chars/token so the transcript surely fits the summary model's window.
-        room_chars = max(20_000, (info.context_window - max_tokens - 4_000) * 3)
+        # The budget the prompt asks for leaves the model half again as much before it is cut off.
+        budget = min(job.budget, info.max_output * 2 // 3)
+        max_tokens = min(budget + budget // 2, info.max_output)
+        room = self._room(job, budget, max_tokens, info.context_window)
         for attempt in (1, 2):
-            response = await self._call(job, max_tokens, room_chars)
+            try:
+                response = await self._call(job, budget, max_tokens, room)
+            except ContextOverflow as exc:
+                if attempt == 2:
+                    raise
+                room = _shrunk(room, exc)
+                _log.warning("summary prompt too long (%s); retrying with %d transcript tokens", exc, room)
+                continue
             records.append(self._record(response))
             text = "\n".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
             if response.stop_reason != "max_tokens":
@@ -57,20 +84,28 @@ class Summarizer:
             if max_tokens < info.max_output:
                 max_tokens = min(info.max_output, max_tokens * 2)
             else:
-                room_chars //= 2
+                room //= 2
         return None
 
-    async def _call(self, job: SummaryJob, max_tokens: int, room_chars: int) -> LLMResponse:
-        transcript = redact(serialize_messages(job.content, max_chars=room_chars))
-        prompt = summary_instructions(
+    def _prompt(self, job: SummaryJob, budget: int, transcript: str) -> str:
+        return summary_instructions(
             transcript,
-            budget_tokens=job.budget,
+            budget_tokens=budget,
             previous_summary=redact(job.previous) if job.previous else None,
             focus=job.focus,
         )
+
+    def _room(self, job: SummaryJob, budget: int, max_tokens: int, window: int) -> int:
+        """Transcript tokens that fit the summary model's window beside everything else."""
+        fixed = estimate_text_tokens(SUMMARIZER_SYSTEM) + estimate_text_tokens(self._prompt(job, budget, ""))
+        free = window - max_tokens - fixed - PROMPT_FRAMING_TOKENS
+        return max(MIN_TRANSCRIPT_TOKENS, int(free * ESTIMATE_SAFETY))
+
+    async def _call(self, job: SummaryJob, budget: int, max_tokens: int, room: int) -> LLMResponse:
+        transcript = redact(serialize_messages(job.content, max_tokens=room))
         request = LLMRequest(
             model=self.model,
-            messages=[{"role": "user", "content": [text_block(prompt)]}],
+            messages=[{"role": "user", "content": [text_block(self._prompt(job, budget, transcript))]}],
             max_tokens=max_tokens,
             system=[text_block(SUMMARIZER_SYSTEM)],
             purpose="summary",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from agent.tokens import estimate_text_tokens
 from agent.types import ChatMessage, ContentBlock, Role, text_block
 
 SECTIONS: tuple[str, ...] = (
@@ -244,26 +245,24 @@ def serialize_message(m: ChatMessage, *, tool_chars: int = 400, text_chars: int 
     return f"<msg {' '.join(attrs)}>\n{body or '(empty)'}\n</msg>"
 
 
-def serialize_messages(ms: Sequence[ChatMessage], *, max_chars: int = 400_000) -> str:
-    """The transcript for the summarizer, bounded: past ``max_chars`` the middle is left out, marked."""
+def serialize_messages(ms: Sequence[ChatMessage], *, max_tokens: int = 100_000) -> str:
+    """The transcript for the summarizer, bounded by the token estimator (a CJK character is a
+    token): past ``max_tokens`` the middle is left out, marked."""
     rendered = [serialize_message(m) for m in ms]
-    if sum(len(r) + 1 for r in rendered) <= max_chars:
+    sizes = [estimate_text_tokens(r) + 1 for r in rendered]
+    if sum(sizes) <= max_tokens:
         return "\n".join(rendered)
-    head: list[str] = []
+    head = 0
     used = 0
-    for r in rendered:
-        if used + len(r) > max_chars * 0.3:
-            break
-        head.append(r)
-        used += len(r) + 1
-    tail: list[str] = []
-    for r in reversed(rendered[len(head) :]):
-        if used + len(r) > max_chars:
-            break
-        tail.append(r)
-        used += len(r) + 1
-    omitted = len(rendered) - len(head) - len(tail)
-    return "\n".join([*head, f"[… {omitted} messages omitted for length …]", *reversed(tail)])
+    while head < len(rendered) and used + sizes[head] <= max_tokens * 0.3:
+        used += sizes[head]
+        head += 1
+    tail = len(rendered)
+    while tail > head and used + sizes[tail - 1] <= max_tokens:
+        tail -= 1
+        used += sizes[tail]
+    omitted = tail - head
+    return "\n".join([*rendered[:head], f"[… {omitted} messages omitted for length …]", *rendered[tail:]])
 
 
 def parse_transcript(text: str) -> list[ChatMessage]:

@@ -134,7 +134,21 @@ async def test_summary_request_uses_summary_model_budget_and_purpose(
     request = summarizer.requests[0]
     assert request.purpose == "summary" and request.model == "claude-haiku-4-5"
     assert "do not answer any question" in request.system[0]["text"]
-    assert request.max_tokens >= summary_budget(10_000, session.context_window)
+    budget = summary_budget(sum(estimate_message_tokens(m) for m in conversation(20, **LONG)), 20_000)
+    assert budget <= request.max_tokens <= min(budget * 3 // 2, model_info("claude-haiku-4-5").max_output)
+
+
+async def test_the_summary_budget_stays_within_the_summary_models_output_cap(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = ScriptedSummarizer()
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-3-haiku-20240307", clock=clock)
+    big = dataclasses.replace(session, context_window=1_000_000)
+    await persist(store, session.id, conversation(200, **LONG))
+    await compact(engine, store, big, trigger="manual")
+    [request] = summarizer.requests
+    assert request.max_tokens <= 4_096
+    assert "at most about 2730 tokens" in summarizer.prompt()  # two thirds of the cap, asked for
 
 
 async def test_a_cut_off_summary_is_retried_once_with_a_larger_budget(

@@ -98,5 +98,11 @@ def test_serializer_abbreviates_tools_and_parses_back() -> None:
 
 
 def test_serializer_bounds_the_whole_transcript() -> None:
-    text = serialize_messages(conversation(200, words=200), max_chars=20_000)
-    assert len(text) <= 21_000 and "messages omitted for length" in text
+    text = serialize_messages(conversation(200, words=200), max_tokens=5_000)
+    assert estimate_text_tokens(text) <= 5_050 and "messages omitted for length" in text
+
+
+def test_serializer_bounds_cjk_by_tokens_not_characters() -> None:
+    messages = [ChatMessage.user("漢字" * 2_000) for _ in range(20)]  # 80,000 characters, as many tokens
+    text = serialize_messages(messages, max_tokens=20_000)
+    assert 15_000 <= estimate_text_tokens(text) <= 20_050
