@@ -1,9 +1,9 @@
 """The default context engine: prune -> boundaries -> summarize -> assemble.
 
 Sizes. ``threshold`` = threshold_for(model) x window (50% by default) fires automatic
-compaction (hygiene uses ``hygiene_threshold``). A compaction aims at ``target`` =
-``TARGET_FRACTION`` (0.6) x threshold, so the next automatic trigger is a good stretch of
-conversation away; the verbatim tail gets ``target_ratio`` x threshold tokens.
+compaction (hygiene uses the larger of ``hygiene_threshold`` and that). A compaction aims at
+``target`` = ``TARGET_FRACTION`` (0.6) x threshold, so the next automatic trigger is a good
+stretch of conversation away; the verbatim tail gets ``target_ratio`` x threshold tokens.
 
 The engine is pure logic over messages: it returns a :class:`CompactionPlan` and updates the
 :class:`ContextState` it is given; :func:`agent.compaction.compact` persists both.
@@ -144,7 +144,7 @@ class ContextCompressor(ContextEngine):
 
     def threshold_tokens(self, session: AgentSession, trigger: Trigger = "in_loop") -> int:
         ratio = (
-            self.settings.hygiene_threshold
+            self.settings.hygiene_threshold_for(session.model)
             if trigger == "hygiene"
             else self.settings.threshold_for(session.model)
         )

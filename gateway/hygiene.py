@@ -1,5 +1,8 @@
 """Session hygiene: the 85% check on the persisted history, before the agent runs.
 
+It fires at ``hygiene_threshold`` (0.85), or at the in-loop threshold for the model when a
+deployer set that higher: their 0.9 is not overridden by our 0.85.
+
 It catches what grows while nobody talks to the bot (ambient group messages overnight).
 The estimate is the agent's own (:func:`agent.loop_request.estimate_request_tokens`): the
 last API-reported prompt size plus the calibrated (else rough) estimate of what was added
@@ -88,7 +91,7 @@ async def run_hygiene(
         messages = await store.load_active(session.id)
     state = await store.load_context_state(session.id)
     session = with_api_limit(session, state)
-    limit = int(settings.hygiene_threshold * session.context_window)
+    limit = int(settings.hygiene_threshold_for(session.model) * session.context_window)
     if not settings.enabled:
         return HygieneReport("disabled", messages, 0, limit)
     if len(messages) < MIN_MESSAGES:

@@ -61,6 +61,13 @@ def test_hygiene_uses_its_own_threshold(engine: ContextCompressor, session: Agen
     assert engine.should_compress(session, state, 17_000, trigger="hygiene")
 
 
+def test_hygiene_never_fires_below_the_deployers_in_loop_threshold(session: AgentSession) -> None:
+    tuned = CompressionSettings(threshold=0.9)  # hygiene_threshold stays 0.85
+    engine = ContextCompressor(tuned, ScriptedSummarizer(), summary_model="claude-haiku-4-5")
+    assert not engine.should_compress(session, ContextState(), 17_500, trigger="hygiene")
+    assert engine.should_compress(session, ContextState(), 18_000, trigger="hygiene")
+
+
 def test_model_threshold_longest_key_wins(session: AgentSession) -> None:
     tuned = CompressionSettings(model_thresholds={"claude": 0.9, "claude-sonnet": 0.3})
     engine = ContextCompressor(tuned, ScriptedSummarizer(), summary_model="claude-haiku-4-5")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent.loop_request import estimate_request_tokens
 from agent.tokens import estimate_messages_tokens
-from agent.types import AgentSession, ChatMessage
+from agent.types import AgentSession, ChatMessage, ContextState
 from gateway.hygiene import cooldown_for, run_hygiene
 from gateway.store.repository import Store
 from tests.gateway.conftest import Rig, gateway_rig, is_summarizer_call
@@ -181,6 +181,19 @@ async def test_a_summarizer_outage_at_the_edge_of_the_window_shrinks_with_the_ex
         assert record.status == "fallback"
 
 
+async def test_the_deployers_higher_threshold_wins_over_the_hygiene_default(store: Store) -> None:
+    async with gateway_rig(store, context_window=WINDOW, compression={"threshold": 0.9}) as rig:
+        session = await _session(rig)
+        await _fill(rig, session, 40)
+        await _set_real_count(rig, session, int(0.87 * WINDOW))
+        below = await _hygiene(rig, session)
+        assert below.status == "below" and below.limit == int(0.9 * WINDOW)
+        assert rig.fake.requests == []
+
+        await _set_real_count(rig, session, int(0.9 * WINDOW))
+        assert (await _hygiene(rig, session)).status == "compacted"
+
+
 def test_the_cooldown_ladder_is_5_15_45_minutes_then_an_hour() -> None:
     assert [cooldown_for(n) for n in (1, 2, 3, 4, 9)] == [
         timedelta(minutes=5),
@@ -223,10 +236,14 @@ async def test_a_compaction_that_cannot_get_under_the_threshold_is_a_strike_not_
 
 
 async def test_no_compaction_loop_over_50_turns_near_the_threshold(store: Store) -> None:
-    # In-loop compaction only at 90%, so hygiene (85%) is what keeps this session in shape.
+    # Both thresholds at 90%: hygiene, which runs first, is what keeps this session in shape.
     async with gateway_rig(store, context_window=WINDOW, compression={"threshold": 0.9}) as rig:
         session = await _session(rig)
-        await _fill(rig, session, 60)  # just over 85% of the window before the first turn
+        tools = rig.agent.tools.definitions()
+        while estimate_request_tokens(
+            session, await rig.store.load_active(session.id), tools, ContextState()
+        ) < int(0.9 * WINDOW):  # just over 90% of the window before the first turn
+            await _fill(rig, session, 1)
         hygiene_turns: list[int] = []
         for turn in range(50):
             before = len(await rig.store.list_compactions(session.id))
