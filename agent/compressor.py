@@ -398,7 +398,17 @@ class ContextCompressor(ContextEngine):
             anchor = m.id if m.kind != "summary" else originals[bounds.head_end].id
             if anchor is None:
                 continue
-            fresh = replace(m, id=None, seq=None, active=True, compacted=False, compaction_id=None)
+            # A copy is a new row: the platform's message id stays with the archived original
+            # (it is unique per session, and a redelivered message must match the original).
+            fresh = replace(
+                m,
+                id=None,
+                seq=None,
+                platform_message_id=None,
+                active=True,
+                compacted=False,
+                compaction_id=None,
+            )
             insertions.append(Insertion(anchor_id=anchor, message=fresh))
         after_est = sum(sizes.of(m) for m in repaired) + sizes.system
         after = min(before, sizes.real(after_est))

@@ -66,12 +66,27 @@ Rules:
 - Be dense: bullets, no preamble, no closing remarks. Aim for at most about {budget} tokens."""
 
 
+# Every tag the summary prompt wraps text in. Text from a conversation must never close one
+# of them (and so escape into the instructions): its closing tags are defused.
+PROMPT_TAGS: tuple[str, ...] = ("msg", "transcript", "previous_summary")
+_CLOSING_TAG = re.compile(r"<\s*/\s*(" + "|".join(PROMPT_TAGS) + r")\s*>", re.IGNORECASE)
+
+
+def escape_tags(text: str) -> str:
+    """``text`` with every closing tag of :data:`PROMPT_TAGS` defused: ``</ transcript>``."""
+    return _CLOSING_TAG.sub(lambda m: f"</ {m.group(1)}>", text)
+
+
 def summary_instructions(
     transcript: str, *, budget_tokens: int, previous_summary: str | None = None, focus: str | None = None
 ) -> str:
-    """The user-turn text of a summary request (the update variant when a previous summary exists)."""
+    """The user-turn text of a summary request (the update variant when a previous summary exists).
+
+    ``transcript`` comes from :func:`serialize_messages` (already escaped); the previous summary
+    and the focus are escaped here."""
     parts: list[str]
     if previous_summary:
+        previous_summary = escape_tags(previous_summary)
         parts = [
             "Update the PREVIOUS SUMMARY with the NEW TURNS that followed it. Keep everything from the "
             "previous summary that is still true, fold in the new turns, move answered questions from "
@@ -86,7 +101,9 @@ def summary_instructions(
             f"<transcript>\n{transcript}\n</transcript>",
         ]
     if focus:
-        parts.append(f"The user asked the summary to focus on: {focus}. Give that topic more detail.")
+        parts.append(
+            f"The user asked the summary to focus on: {escape_tags(focus)}. Give that topic more detail."
+        )
     parts.append("Sections:\n" + _SECTION_GUIDE)
     parts.append(_RULES.format(budget=budget_tokens))
     return "\n\n".join(parts)
@@ -241,7 +258,7 @@ def serialize_message(m: ChatMessage, *, tool_chars: int = 400, text_chars: int 
     if m.created_at is not None:
         attrs.append(f'at="{m.created_at:%Y-%m-%d %H:%M}"')
     lines = [_block_line(b, tool_chars=tool_chars) for b in m.content]
-    body = _clip("\n".join(line for line in lines if line), text_chars).replace("</msg>", "</ msg>")
+    body = escape_tags(_clip("\n".join(line for line in lines if line), text_chars))
     return f"<msg {' '.join(attrs)}>\n{body or '(empty)'}\n</msg>"
 
 

@@ -9,9 +9,9 @@ last API-reported prompt size plus the calibrated (else rough) estimate of what 
 since; rough only when no real count exists. Compaction goes through
 :func:`agent.compaction.compact` (trigger ``hygiene``), persisting exactly as the in-loop path.
 
-It never loops: one attempt per turn at most; a failure, or a compaction that does not
-get under the threshold, is a strike that sets a cooldown (5 min x1, x3, x9, capped at an
-hour), kept in :class:`ContextState` so it survives restarts.
+It never loops: one attempt per turn at most; a failure (of the summarizer or of the store),
+or a compaction that does not get under the threshold, is a strike that sets a cooldown
+(5 min x1, x3, x9, capped at an hour), kept in :class:`ContextState` so it survives restarts.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from agent.compaction import compact, with_api_limit
 from agent.context_engine import ContextEngine
-from agent.errors import CompressionError, LLMError
+from agent.errors import CompressionError, LLMError, StoreError
 from agent.loop_request import estimate_request_tokens
 from agent.settings import CompressionSettings
 from agent.storage import ConversationStore
@@ -111,7 +111,9 @@ async def run_hygiene(
         result = await compact(
             engine, store, session, trigger="hygiene", prompt_tokens=estimate, messages=messages
         )
-    except (CompressionError, LLMError) as exc:
+    except (CompressionError, LLMError, StoreError) as exc:
+        # A store that refuses the plan (say, an admin restored a compaction meanwhile) is a
+        # strike like a failed summary: raised, the worker would retry it every few seconds.
         await _strike(store, session, now)
         _log.warning("hygiene compaction failed: %s", exc, extra=log_fields)
         return HygieneReport("failed", messages, estimate, limit, error=str(exc))

@@ -113,7 +113,10 @@ async def _insert_products(
                 messages.c.session_id == session_id, messages.c.seq == seq
             )
         )
-        message = replace(insertion.message, content=clean_json(insertion.message.content))
+        # A product is a new row: a platform message id belongs to the original alone.
+        message = replace(
+            insertion.message, content=clean_json(insertion.message.content), platform_message_id=None
+        )
         new_id = await s.scalar(
             insert(messages)
             .values(**row_values(session_id, message), seq=seq, sub_seq=sub_seq, produced_by=cid)

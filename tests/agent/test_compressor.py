@@ -274,6 +274,17 @@ async def test_phase_one_alone_prunes_old_tool_output(
     assert result.messages[-1] == stored[-1]
 
 
+async def test_compaction_copies_never_carry_a_platform_message_id(
+    engine: ContextCompressor, session: AgentSession
+) -> None:
+    messages = numbered(conversation(12, output_chars=3000, words=40))
+    messages[2] = dataclasses.replace(messages[2], platform_message_id="tg:77")  # a tool result
+    outcome = await engine.compress(session, messages, ContextState(), trigger="in_loop")
+    assert outcome.plan is not None
+    copy_ = next(i.message for i in outcome.plan.insertions if i.anchor_id == messages[2].id)
+    assert copy_.content != messages[2].content and copy_.platform_message_id is None
+
+
 async def test_identical_outputs_are_deduplicated(engine: ContextCompressor, session: AgentSession) -> None:
     same = "same listing\n" * 30
     messages = conversation(12, output_chars=10, words=100)

@@ -152,9 +152,8 @@ class InMemoryStore:
             sub = max(
                 r.sub_seq for r in self._rows.values() if r.session_id == session_id and r.message.seq == seq
             )
-            new_id = self._insert(
-                session_id, insertion.message, seq=seq, sub_seq=sub + 1, produced_by=compaction_id
-            )
+            product = replace(insertion.message, platform_message_id=None)
+            new_id = self._insert(session_id, product, seq=seq, sub_seq=sub + 1, produced_by=compaction_id)
             produced.append(new_id)
             if insertion.message.kind == "summary":
                 summary_id = new_id

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from agent.compaction import compact
 from agent.loop_request import estimate_request_tokens
 from agent.tokens import estimate_messages_tokens
 from agent.types import AgentSession, ChatMessage, ContextState
 from gateway.hygiene import cooldown_for, run_hygiene
 from gateway.store.repository import Store
+from tests.fakes.anthropic import Answer
 from tests.gateway.conftest import Rig, gateway_rig, is_summarizer_call
 
 WINDOW = 8000
@@ -192,6 +196,36 @@ async def test_the_deployers_higher_threshold_wins_over_the_hygiene_default(stor
 
         await _set_real_count(rig, session, int(0.9 * WINDOW))
         assert (await _hygiene(rig, session)).status == "compacted"
+
+
+async def test_a_store_error_while_compacting_is_a_strike_not_a_retry_loop(store: Store) -> None:
+    async with gateway_rig(store, context_window=WINDOW) as rig:
+        session = await _session(rig)
+        await _fill(rig, session, 40)
+        await compact(rig.engine, rig.store, session, trigger="manual")
+        await _fill(rig, session, 30)
+        await _set_real_count(rig, session, int(0.9 * WINDOW))
+        summarize = rig.fake.responder
+        assert summarize is not None
+
+        async def restore_meanwhile(body: dict[str, Any]) -> Answer:
+            # An admin undoes the earlier compaction while the summarizer works: the plan now
+            # names a summary that is no longer active, and the store refuses it.
+            await rig.store.restore_latest_compaction(session.id)
+            rig.fake.responder = summarize
+            answer = summarize(body)
+            return await answer if inspect.isawaitable(answer) else answer
+
+        rig.fake.responder = restore_meanwhile
+        now = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
+        report = await _hygiene(rig, session, now)
+
+        assert report.status == "failed" and report.error is not None
+        state = await rig.store.load_context_state(session.id)
+        assert state.hygiene_failures == 1 and state.hygiene_cooldown_until == now + timedelta(minutes=5)
+        calls = len(rig.fake.requests)
+        assert (await _hygiene(rig, session, now + timedelta(minutes=1))).status == "cooldown"
+        assert len(rig.fake.requests) == calls
 
 
 def test_the_cooldown_ladder_is_5_15_45_minutes_then_an_hour() -> None:
