@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from agent.compressor_boundaries import Boundaries, choose_boundaries
@@ -117,6 +118,7 @@ class _Attempt:
     trigger: Trigger
     focus: str | None
     started: float
+    compaction_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 class ContextCompressor(ContextEngine):
@@ -295,6 +297,7 @@ class ContextCompressor(ContextEngine):
         ids = [m.id for m in middle if m.id is not None]
         stamps = [m.created_at for m in middle if m.created_at is not None]
         archived = archived_note(
+            attempt.compaction_id,
             min(ids),
             max(ids),
             len(middle),
@@ -424,6 +427,7 @@ class ContextCompressor(ContextEngine):
             duration_ms=int((time.perf_counter() - attempt.started) * 1000),
             status=status,
             focus=attempt.focus,
+            compaction_id=attempt.compaction_id,
         )
         state.compaction_count += 1
         if trigger == "manual":  # an explicit request starts the anti-thrash count afresh

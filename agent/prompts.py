@@ -188,6 +188,7 @@ def normalize_summary(text: str, archived: str) -> str:
 
 
 def archived_note(
+    compaction_id: str,
     first_id: int,
     last_id: int,
     count: int,
@@ -196,13 +197,15 @@ def archived_note(
     until: datetime | None = None,
     previous: str | None = None,
 ) -> str:
-    """The Archived section: which messages were archived and how to read them back."""
+    """The Archived section: what this compaction archived and how to read exactly that back
+    (by compaction id: an id range could span rows archived by other compactions), then the
+    pointers of earlier compactions."""
     when = ""
     if since and until:
         when = f", {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} UTC"
-    recall = json.dumps({"from_id": first_id, "to_id": last_id})
+    recall = json.dumps({"compaction_id": compaction_id})
     lines = [
-        f"- Messages #{first_id}–#{last_id} ({count} messages{when}) are archived verbatim, not deleted. "
+        f"- {count} messages (#{first_id}–#{last_id}{when}) are archived verbatim, not deleted. "
         f'Read them with the recall tool: recall {recall} (add "offset" to page); '
         "session_search finds anything said earlier."
     ]

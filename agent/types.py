@@ -7,6 +7,7 @@ what is stored and what the API takes; everything around the content is typed he
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -161,6 +162,8 @@ class CompactionPlan:
     duration_ms: int
     status: CompactionStatus = "ok"
     focus: str | None = None
+    # Chosen when planning, so the summary can point at exactly the rows this compaction archives.
+    compaction_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 @dataclass(frozen=True, slots=True)

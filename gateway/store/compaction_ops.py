@@ -9,7 +9,6 @@ appended while the summarizer ran.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -140,7 +139,7 @@ async def _apply(s: AsyncSession, session_id: str, plan: CompactionPlan) -> Comp
     )
     archived_seqs = [int(named[i]["seq"]) for i in archive_ids]
     values: dict[str, Any] = {
-        "id": uuid.uuid4().hex,
+        "id": plan.compaction_id,
         "session_id": session_id,
         "number": number,
         "trigger": plan.trigger,

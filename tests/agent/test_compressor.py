@@ -130,7 +130,7 @@ async def test_summary_has_handoff_framing_and_every_heading(
     for name in SECTIONS:
         assert f"## {name}\n" in text
     assert "Next Steps" not in text and "- write tests" in text
-    assert '"from_id"' in text  # the Archived section says how to recall
+    assert '"compaction_id"' in text  # the Archived section says how to recall
 
 
 async def test_summary_request_uses_summary_model_budget_and_purpose(
@@ -259,6 +259,23 @@ async def test_two_active_summaries_from_before_are_both_fed_to_the_next(
     assert len(summaries(result.messages)) == 1
 
 
+async def test_the_archived_pointer_names_exactly_what_its_compaction_archived(
+    engine: ContextCompressor, store: InMemoryStore, session: AgentSession
+) -> None:
+    await persist(store, session.id, conversation(20, **LONG))
+    first = await compact(engine, store, session, trigger="in_loop")
+    await persist(store, session.id, conversation(20, **LONG))
+    second = await compact(engine, store, session, trigger="in_loop")
+    assert first.record is not None and second.record is not None
+
+    archived = summaries(second.messages)[0].text.split("## Archived\n")[1]
+    pointer = archived.splitlines()[0]
+    assert f'recall {{"compaction_id": "{second.record.id}"}}' in pointer and "from_id" not in pointer
+    assert f'"compaction_id": "{first.record.id}"' in archived  # the older pointer is carried along
+    page = await store.recall(session.id, compaction_id=second.record.id, limit=1000)
+    assert page.total == second.record.messages_archived
+
+
 async def test_phase_one_alone_prunes_old_tool_output(
     engine: ContextCompressor, summarizer: ScriptedSummarizer, store: InMemoryStore, session: AgentSession
 ) -> None:
@@ -297,6 +314,7 @@ async def test_identical_outputs_are_deduplicated(engine: ContextCompressor, ses
     first_id = messages[2].content[0]["tool_use_id"]
     assert copies[3].content[0]["content"].startswith("[pruned tool output] bash")
     assert copies[7].content[0]["content"].startswith(f"[same output as tool call {first_id}]")
+    assert 'recall {"from_id": 7, "to_id": 7}' in copies[7].content[0]["content"]  # a way back, too
 
 
 async def test_oversized_tool_input_shrinks_inside_valid_json(
