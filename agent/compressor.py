@@ -24,7 +24,7 @@ from agent.compressor_prune import prune_messages
 from agent.compressor_summary import Summarizer, SummaryJob
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.errors import AuthenticationFailed, LLMError, SpendLimitReached
-from agent.extractive import extractive_summary
+from agent.extractive import extractive_summary_off_loop
 from agent.prompts import (
     archived_note,
     format_handoff,
@@ -348,7 +348,9 @@ class ContextCompressor(ContextEngine):
             if not (must_shrink or cut_off):
                 return CompressionOutcome(None, "failed", before, before, reason=reason, summary_usage=usage)
             status = "fallback"
-            body = redact(extractive_summary(content, budget_tokens=budget, previous_summary=previous))
+            body = redact(
+                await extractive_summary_off_loop(content, budget_tokens=budget, previous_summary=previous)
+            )
         summary = ChatMessage(
             role="user",
             content=[text_block(format_handoff(normalize_summary(body, archived)))],

@@ -514,6 +514,24 @@ async def test_must_shrink_falls_back_to_extractive_summary(
     assert (await store.load_context_state(session.id)).consecutive_failures == 1
 
 
+async def test_the_extractive_fallback_carries_the_previous_summary(
+    store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
+) -> None:
+    summarizer = ScriptedSummarizer(CANNED_SUMMARY, Overloaded("busy"))
+    engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
+    await persist(store, session.id, conversation(20, **LONG))
+    first = await compact(engine, store, session, trigger="in_loop")
+    await persist(store, session.id, conversation(20, **LONG))
+    second = await compact(engine, store, session, trigger="reactive", prompt_tokens=21_000)
+
+    assert first.record is not None and second.outcome.status == "fallback"
+    text = summaries(second.messages)[0].text
+    goal = text.split("## Goal\n")[1].split("\n## ")[0]
+    assert goal.strip() == "- canned goal"  # the goal of the earlier summary, not a later message
+    assert "- canned constraints & preferences" in text and "- canned key decisions" in text
+    assert f'"compaction_id": "{first.record.id}"' in text
+
+
 async def test_breaker_open_hygiene_at_the_edge_of_the_window_goes_straight_to_fallback(
     store: InMemoryStore, session: AgentSession, settings: CompressionSettings, clock: FakeClock
 ) -> None:
