@@ -7,7 +7,9 @@ message: only the bookkeeping (cooldown, breaker) is saved.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from agent.context_engine import CompressionOutcome, ContextEngine
@@ -45,6 +47,36 @@ class CompactionResult:
     outcome: CompressionOutcome
 
 
+SlowNotice = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class WhenSlow:
+    """Call ``notify`` once if a compaction is still running after ``after`` seconds (the chat
+    is told the earlier conversation is being summarized)."""
+
+    notify: SlowNotice
+    after: float
+
+
+async def _compress_watched(
+    work: Awaitable[CompressionOutcome], when_slow: WhenSlow | None
+) -> CompressionOutcome:
+    if when_slow is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=when_slow.after)
+        if not done:
+            try:
+                await when_slow.notify()
+            except Exception:  # a notice that cannot be sent must not stop the compaction
+                _log.exception("could not send the summarizing notice")
+        return await task
+    finally:
+        task.cancel()  # no-op once done; a cancelled caller takes the compaction down with it
+
+
 async def compact(
     engine: ContextEngine,
     store: ConversationStore,
@@ -54,13 +86,15 @@ async def compact(
     focus: str | None = None,
     prompt_tokens: int | None = None,
     messages: list[ChatMessage] | None = None,
+    when_slow: WhenSlow | None = None,
 ) -> CompactionResult:
     """Compress ``session`` now. ``messages`` (the persisted active view) is loaded when not given."""
     state = await store.load_context_state(session.id)
     session = with_api_limit(session, state)
     view = messages if messages is not None else await store.load_active(session.id)
-    outcome = await engine.compress(
-        session, view, state, trigger=trigger, focus=focus, prompt_tokens=prompt_tokens
+    outcome = await _compress_watched(
+        engine.compress(session, view, state, trigger=trigger, focus=focus, prompt_tokens=prompt_tokens),
+        when_slow,
     )
     # The summarizer was paid whether or not its summary is used.
     for record in outcome.summary_usage:

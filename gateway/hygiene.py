@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from agent.compaction import compact, with_api_limit
+from agent.compaction import WhenSlow, compact, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import CompressionError, LLMError, StoreError
 from agent.loop_request import estimate_request_tokens
@@ -36,6 +36,9 @@ MIN_MESSAGES = 4
 COOLDOWN_BASE_SECONDS = 300.0
 COOLDOWN_FACTOR = 3.0
 COOLDOWN_CAP_SECONDS = 3600.0
+
+# Sent once when a compaction (hygiene or in-loop) runs longer than a few seconds.
+SUMMARIZING_NOTICE = "Summarizing the earlier conversation, one moment…"
 
 HygieneStatus = Literal["disabled", "too_few", "below", "cooldown", "compacted", "ineffective", "failed"]
 
@@ -85,6 +88,7 @@ async def run_hygiene(
     messages: list[ChatMessage] | None = None,
     tools: list[dict[str, Any]] | None = None,
     clock: Callable[[], datetime] = utcnow,
+    when_slow: WhenSlow | None = None,
 ) -> HygieneReport:
     """Check the persisted active history and compact it once when it is over the threshold."""
     if messages is None:
@@ -109,7 +113,13 @@ async def run_hygiene(
     log_fields = {"session": session.id, "trigger": "hygiene", "tokens_before": estimate}
     try:
         result = await compact(
-            engine, store, session, trigger="hygiene", prompt_tokens=estimate, messages=messages
+            engine,
+            store,
+            session,
+            trigger="hygiene",
+            prompt_tokens=estimate,
+            messages=messages,
+            when_slow=when_slow,
         )
     except (CompressionError, LLMError, StoreError) as exc:
         # A store that refuses the plan (say, an admin restored a compaction meanwhile) is a

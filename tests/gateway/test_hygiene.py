@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,7 @@ from agent.compaction import compact
 from agent.loop_request import estimate_request_tokens
 from agent.tokens import estimate_messages_tokens
 from agent.types import AgentSession, ChatMessage, ContextState
-from gateway.hygiene import cooldown_for, run_hygiene
+from gateway.hygiene import SUMMARIZING_NOTICE, cooldown_for, run_hygiene
 from gateway.store.repository import Store
 from tests.fakes.anthropic import Answer
 from tests.gateway.conftest import Rig, gateway_rig, is_summarizer_call
@@ -336,3 +337,61 @@ async def test_a_pasted_document_at_55_percent_is_compacted_in_the_loop_not_by_h
         compactions = await rig.store.list_compactions(await rig.session_id())
         assert [c.trigger for c in compactions] == ["in_loop"]
         assert 0.50 * 50_000 <= compactions[0].tokens_before <= 0.60 * 50_000
+
+
+def _slow_summaries(rig: Rig, seconds: float, typing_seen: list[int]) -> None:
+    """The summarizer takes ``seconds``; notes how often typing was shown when it was asked."""
+    respond = rig.fake.responder
+    assert respond is not None
+
+    async def slow(body: dict[str, Any]) -> Answer:
+        if is_summarizer_call(body):
+            typing_seen.append(rig.adapter.typing)
+            await asyncio.sleep(seconds)
+        answer = respond(body)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    rig.fake.responder = slow
+
+
+async def test_a_slow_hygiene_compaction_shows_typing_and_one_summarizing_notice(store: Store) -> None:
+    async with gateway_rig(store, context_window=WINDOW, sessions={"summarizing_notice_seconds": 0.2}) as rig:
+        session = await _session(rig)
+        await _fill(rig, session, 40)
+        await _set_real_count(rig, session, int(0.9 * WINDOW))
+        typing_seen: list[int] = []
+        _slow_summaries(rig, 0.8, typing_seen)
+
+        await rig.say("are you there?")
+        await rig.settle()
+
+        assert typing_seen and typing_seen[0] >= 1  # typing while hygiene compacts
+        assert rig.adapter.texts == [SUMMARIZING_NOTICE, "reply: are you there?"]
+        assert [c.trigger for c in await rig.store.list_compactions(session.id)] == ["hygiene"]
+
+
+async def test_a_slow_in_loop_compaction_sends_the_summarizing_notice(store: Store) -> None:
+    async with gateway_rig(
+        store, context_window=50_000, sessions={**LONG_PASTES, "summarizing_notice_seconds": 0.2}
+    ) as rig:
+        await _three_small_turns(rig)
+        typing_seen: list[int] = []
+        _slow_summaries(rig, 0.8, typing_seen)
+        await rig.say(DOCUMENT)
+        await rig.settle()
+
+        compactions = await rig.store.list_compactions(await rig.session_id())
+        assert [c.trigger for c in compactions] == ["in_loop"]
+        assert rig.adapter.texts[3] == SUMMARIZING_NOTICE and len(rig.adapter.texts) == 5
+
+
+async def test_a_quick_compaction_sends_no_summarizing_notice(store: Store) -> None:
+    async with gateway_rig(store, context_window=WINDOW, sessions={"summarizing_notice_seconds": 5}) as rig:
+        session = await _session(rig)
+        await _fill(rig, session, 40)
+        await _set_real_count(rig, session, int(0.9 * WINDOW))
+        await rig.say("are you there?")
+        await rig.settle()
+
+        assert rig.adapter.texts == ["reply: are you there?"]
+        assert len(await rig.store.list_compactions(session.id)) == 1
