@@ -19,18 +19,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from agent.compressor_boundaries import Boundaries, choose_boundaries
+from agent.compressor_boundaries import Boundaries, choose_boundaries, is_human
 from agent.compressor_prune import prune_messages
 from agent.compressor_summary import Summarizer, SummaryJob
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.errors import AuthenticationFailed, LLMError, SpendLimitReached
 from agent.extractive import extractive_summary_off_loop
 from agent.prompts import (
+    MEMORY_SECTION,
+    SNAPSHOT_CHARS,
     archived_note,
     format_handoff,
     normalize_summary,
     parse_sections,
     strip_handoff,
+    task_snapshot,
+    without_section,
 )
 from agent.provider import LLMProvider
 from agent.redact import redact
@@ -104,6 +108,16 @@ class _Sizes:
     def estimate_of(self, real: float) -> int:
         """The inverse of :meth:`real`: how many estimated tokens fit ``real`` real ones."""
         return max(1, int(min(real / self.scale, real - self.offset)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A summary body (None: no summary, the session stays as it was), why, and what it cost."""
+
+    body: str | None
+    reason: str
+    usage: tuple[UsageRecord, ...]
+    status: CompactionStatus = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +268,7 @@ class ContextCompressor(ContextEngine):
         trigger: Trigger,
         focus: str | None = None,
         prompt_tokens: int | None = None,
+        memory_index: str | None = None,
     ) -> CompressionOutcome:
         started = time.perf_counter()
         sizes, before = self._sizes(session, state, messages, prompt_tokens)
@@ -292,8 +307,11 @@ class ContextCompressor(ContextEngine):
         if not has_middle:
             return CompressionOutcome(None, "failed", before, before, reason="nothing to compress")
 
-        # Every earlier summary in the range, oldest first: each carries part of the story.
-        previous = "\n\n".join(strip_handoff(m.text) for m in middle if m.kind == "summary") or None
+        # Every earlier summary in the range, oldest first: each carries part of the story (the
+        # memory index is not part of it: it is written afresh below).
+        previous = "\n\n".join(
+            without_section(strip_handoff(m.text), MEMORY_SECTION) for m in middle if m.kind == "summary"
+        )
         ids = [m.id for m in middle if m.id is not None]
         stamps = [m.created_at for m in middle if m.created_at is not None]
         archived = archived_note(
@@ -309,30 +327,48 @@ class ContextCompressor(ContextEngine):
         budget = summary_budget(
             sum(sizes.per_message[bounds.head_end : bounds.tail_start]), session.context_window
         )
+        # No focus given: the last three things the user asked say what the summary must serve.
+        recent = () if focus else tuple(m.text for m in [m for m in messages if is_human(m)][-3:])
+        job = SummaryJob(content, previous or None, budget, focus, recent)
+        written = await self._write(attempt, job, use_model=use_model, must_shrink=must_shrink)
+        if written.body is None:
+            return CompressionOutcome(
+                None, "failed", before, before, reason=written.reason, summary_usage=written.usage
+            )
+        newest = next((m for m in reversed(content) if is_human(m)), None)
+        task = task_snapshot(newest.text, min(SNAPSHOT_CHARS, 2 * budget)) if newest is not None else None
+        text = normalize_summary(written.body, archived, task=task, memory=memory_index)
+        summary = ChatMessage(
+            role="user", content=[text_block(format_handoff(text))], kind="summary", created_at=self.clock()
+        )
+        outcome = self._finish(attempt, view, summary, bounds, written.status, written.usage, written.reason)
+        # A model summary closes the breaker; so does a fallback that got the context under target
+        # while the breaker was open (below the limit, the count of model failures goes on).
+        under_target = outcome.tokens_after <= threshold * TARGET_FRACTION
+        if outcome.plan is not None and (written.status == "ok" or (breaker_was_open and under_target)):
+            state.consecutive_failures, state.cooldown_until = 0, None
+        return outcome
 
-        status: CompactionStatus = "ok"
+    async def _write(
+        self, attempt: _Attempt, job: SummaryJob, *, use_model: bool, must_shrink: bool
+    ) -> _Written:
+        """The summary body: the model's; else, when the context must shrink or the model could
+        not fit the summary, the extractive one; else none (the session stays as it was)."""
         records: list[UsageRecord] = []
         body: str | None = None
-        reason = ""
+        reason = "summarizer paused (breaker or cooldown)"
         cut_off = False
+        log_fields = {"session": attempt.session.id, "trigger": attempt.trigger}
         if use_model:
-            job = SummaryJob(content, previous, budget, focus)
             try:
                 body = await self.summarizer.summarize(job, records)
             except (AuthenticationFailed, SpendLimitReached) as exc:
-                _log.warning("compaction aborted: %s", exc, extra={"session": session.id, "trigger": trigger})
-                return CompressionOutcome(
-                    None,
-                    "failed",
-                    before,
-                    before,
-                    reason=f"summarizer refused: {exc}",
-                    summary_usage=tuple(records),
-                )
+                _log.warning("compaction aborted: %s", exc, extra=log_fields)
+                return _Written(None, f"summarizer refused: {exc}", tuple(records))
             except LLMError as exc:
                 reason = f"summarizer failed: {exc}"
-                self._record_failure(state)
-                _log.warning("%s", reason, extra={"session": session.id, "trigger": trigger})
+                self._record_failure(attempt.state)
+                _log.warning("%s", reason, extra=log_fields)
             else:
                 if body is None:
                     # The model answers but cannot fit this summary: not an outage, so no strike,
@@ -340,30 +376,16 @@ class ContextCompressor(ContextEngine):
                     cut_off, reason = True, "summary cut off at max_tokens twice"
                 elif not body.strip():
                     body, reason = None, "summarizer returned an empty summary"
-                    self._record_failure(state)
-        else:
-            reason = "summarizer paused (breaker or cooldown)"
+                    self._record_failure(attempt.state)
         usage = tuple(records)
-        if body is None:
-            if not (must_shrink or cut_off):
-                return CompressionOutcome(None, "failed", before, before, reason=reason, summary_usage=usage)
-            status = "fallback"
-            body = redact(
-                await extractive_summary_off_loop(content, budget_tokens=budget, previous_summary=previous)
-            )
-        summary = ChatMessage(
-            role="user",
-            content=[text_block(format_handoff(normalize_summary(body, archived)))],
-            kind="summary",
-            created_at=self.clock(),
+        if body is not None:
+            return _Written(body, "summarized", usage, "ok")
+        if not (must_shrink or cut_off):
+            return _Written(None, reason, usage)
+        fallback = await extractive_summary_off_loop(
+            job.content, budget_tokens=job.budget, previous_summary=job.previous
         )
-        outcome = self._finish(attempt, view, summary, bounds, status, usage, reason or "summarized")
-        # A model summary closes the breaker; so does a fallback that got the context under target
-        # while the breaker was open (below the limit, the count of model failures goes on).
-        under_target = outcome.tokens_after <= threshold * TARGET_FRACTION
-        if outcome.plan is not None and (status == "ok" or (breaker_was_open and under_target)):
-            state.consecutive_failures, state.cooldown_until = 0, None
-        return outcome
+        return _Written(redact(fallback), reason, usage, "fallback")
 
     def _record_failure(self, state: ContextState) -> None:
         state.consecutive_failures += 1

@@ -41,12 +41,14 @@ def _shrunk(room: int, exc: ContextOverflow) -> int:
 
 @dataclass(frozen=True, slots=True)
 class SummaryJob:
-    """What to summarize: the middle's messages, every earlier summary's body, the aim."""
+    """What to summarize: the middle's messages, every earlier summary's body, the aim (a focus,
+    else the latest user requests)."""
 
     content: list[ChatMessage]
     previous: str | None
     budget: int
     focus: str | None
+    recent_requests: tuple[str, ...] = ()
 
 
 class Summarizer:
@@ -93,6 +95,7 @@ class Summarizer:
             budget_tokens=budget,
             previous_summary=redact(job.previous) if job.previous else None,
             focus=job.focus,
+            recent_requests=job.recent_requests,
         )
 
     def _room(self, job: SummaryJob, budget: int, max_tokens: int, window: int) -> int:

@@ -15,7 +15,15 @@ import asyncio
 import re
 from collections.abc import Sequence
 
-from agent.prompts import EMPTY_ITEM, PROGRESS_PARTS, SECTIONS, parse_sections, render_sections
+from agent.prompts import (
+    EMPTY_ITEM,
+    PROGRESS_PARTS,
+    SECTIONS,
+    SNAPSHOT_CHARS,
+    parse_sections,
+    render_sections,
+    task_snapshot,
+)
 from agent.tokens import estimate_text_tokens
 from agent.types import ChatMessage
 
@@ -130,7 +138,7 @@ def extractive_summary(
         for item in _previous_items(previous, "Active Task"):
             out.add("Active Task", item)
     else:
-        out.add("Active Task", f"The latest request: “{_clip(_human_text(humans[-1]), 400)}”")
+        out.add("Active Task", task_snapshot(_human_text(humans[-1]), min(SNAPSHOT_CHARS, 2 * budget_tokens)))
     progress = {
         "Done": [*_previous_part(previous, "Done"), *(f"- {_clip(s)}" for s in done)],
         "In Progress": _previous_part(previous, "In Progress"),

@@ -258,6 +258,7 @@ class AgentLoop:
             trigger=trigger,
             prompt_tokens=prompt_tokens,
             when_slow=turn.when_slow,
+            memory_scope=turn.memory_scope,
         )
         turn.view = list(result.messages)
         # compact() saved its own copy of the state; continue from what it persisted.

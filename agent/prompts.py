@@ -26,6 +26,12 @@ SECTIONS: tuple[str, ...] = (
 )
 PROGRESS_PARTS: tuple[str, ...] = ("Done", "In Progress", "Blocked")
 EMPTY_ITEM = "- (none)"
+# Written by us, not the summarizer, on every compaction: the notes the memory tool keeps.
+MEMORY_SECTION = "Memory"
+# How much of the newest summarized request is kept verbatim, and of each recent one in the focus.
+SNAPSHOT_CHARS = 2_000
+SNAPSHOT_PREFIX = "- The latest request, verbatim:"
+RECENT_CHARS = 300
 
 SUMMARIZER_SYSTEM = (
     "You are the summarization component of a chat service. You turn a conversation transcript into a "
@@ -60,7 +66,7 @@ Exact identifiers worth keeping: names, ids, file paths, URLs, commands, numbers
 _RULES = """\
 Rules:
 - Use exactly these markdown headings, in this order, and no others; write "- (none)" under an empty one.
-- Do not write an "Archived" section: it is added automatically.
+- Do not write an "Archived" or a "Memory" section: they are added automatically.
 - Keep ids, file paths, URLs, numbers and names exactly as written; attribute statements to their author.
 - Write in the language the conversation uses.
 - Be dense: bullets, no preamble, no closing remarks. Aim for at most about {budget} tokens."""
@@ -78,12 +84,18 @@ def escape_tags(text: str) -> str:
 
 
 def summary_instructions(
-    transcript: str, *, budget_tokens: int, previous_summary: str | None = None, focus: str | None = None
+    transcript: str,
+    *,
+    budget_tokens: int,
+    previous_summary: str | None = None,
+    focus: str | None = None,
+    recent_requests: Sequence[str] = (),
 ) -> str:
     """The user-turn text of a summary request (the update variant when a previous summary exists).
 
-    ``transcript`` comes from :func:`serialize_messages` (already escaped); the previous summary
-    and the focus are escaped here."""
+    Without a ``focus``, the ``recent_requests`` (the last user messages, oldest first) say
+    what the summary must serve. ``transcript`` comes from :func:`serialize_messages` (already
+    escaped); the previous summary, the focus and the requests are escaped here."""
     parts: list[str]
     if previous_summary:
         previous_summary = escape_tags(previous_summary)
@@ -103,6 +115,12 @@ def summary_instructions(
     if focus:
         parts.append(
             f"The user asked the summary to focus on: {escape_tags(focus)}. Give that topic more detail."
+        )
+    elif recent_requests:
+        quoted = "\n".join(f"- “{escape_tags(_one_line(r, RECENT_CHARS))}”" for r in recent_requests)
+        parts.append(
+            "The conversation goes on from these latest user messages (oldest first); keep in detail "
+            f"what they need:\n{quoted}"
         )
     parts.append("Sections:\n" + _SECTION_GUIDE)
     parts.append(_RULES.format(budget=budget_tokens))
@@ -180,11 +198,39 @@ def _complete_progress(body: str) -> str:
     return "\n".join([body, *(f"### {p}\n{EMPTY_ITEM}" for p in missing)])
 
 
-def normalize_summary(text: str, archived: str) -> str:
-    """A summary with every section present, "Next Steps" renamed, and our own Archived section."""
+def normalize_summary(text: str, archived: str, *, task: str | None = None, memory: str | None = None) -> str:
+    """A summary with every section present, "Next Steps" renamed, and our own sections: the
+    task snapshot heading Active Task, the Memory index (when there are notes), Archived."""
     sections = parse_sections(text)
+    if task:
+        lines = sections.get("Active Task", "").splitlines()
+        rest = [line for line in lines if not line.strip().startswith(SNAPSHOT_PREFIX)]
+        sections["Active Task"] = "\n".join([task, *rest]).strip()
+    sections.pop(MEMORY_SECTION, None)
+    if memory:
+        sections[MEMORY_SECTION] = memory
     sections["Archived"] = archived
     return render_sections(sections)
+
+
+def task_snapshot(request: str, limit: int = SNAPSHOT_CHARS) -> str:
+    """The newest user request a summary covers, verbatim (up to ``limit`` characters)."""
+    text = request.strip()
+    if len(text) > limit:
+        text = f"{text[:limit]} …[{len(text) - limit:,} more characters, archived]"
+    return f"{SNAPSHOT_PREFIX} “{text}”"
+
+
+def without_section(text: str, name: str) -> str:
+    """``text`` without its ``## name`` section (a section we regenerate on every compaction)."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            skipping = line[3:].strip() == name
+        if not skipping:
+            out.append(line)
+    return "\n".join(out).strip()
 
 
 def archived_note(
@@ -219,6 +265,11 @@ def archived_note(
 
 _MSG = re.compile(r"<msg( [^>\n]*)?>\n(.*?)\n</msg>", re.DOTALL)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -190,6 +190,57 @@ async def test_a_summary_cut_off_twice_is_never_accepted(
     assert summarized and (await store.load_context_state(session.id)).consecutive_failures == 0
 
 
+async def test_without_a_focus_the_summary_focuses_on_the_last_three_user_turns(
+    engine: ContextCompressor, summarizer: ScriptedSummarizer, store: InMemoryStore, session: AgentSession
+) -> None:
+    asks = ["Make the invoice PDF smaller.", "Also use A4 paper.", "And put the logo top left."]
+    messages = conversation(20, **LONG)
+    for offset, ask in zip((-12, -8, -4), asks, strict=True):  # the questions of the last turns
+        messages[offset] = ChatMessage.user(ask)
+    await persist(store, session.id, messages)
+    await compact(engine, store, session, trigger="in_loop")
+    prompt = summarizer.prompt()
+    focus = prompt[prompt.index("latest user messages") :]
+    assert all(ask in focus for ask in asks) and "Question 16" not in focus
+
+    await persist(store, session.id, conversation(20, **LONG))
+    await compact(engine, store, session, trigger="manual", focus="the invoices")
+    prompt = summarizer.prompt()
+    assert "focus on: the invoices" in prompt and "latest user messages" not in prompt
+
+
+async def test_the_newest_summarized_request_is_kept_verbatim_as_the_task_snapshot(
+    engine: ContextCompressor, store: InMemoryStore, session: AgentSession
+) -> None:
+    stored = await persist(store, session.id, conversation(20, **LONG))
+    result = await compact(engine, store, session, trigger="in_loop")
+    kept = {m.id for m in result.messages}
+    newest = [m for m in stored if m.id not in kept and latest_human([m]) is not None][-1]
+    task = summaries(result.messages)[0].text.split("## Active Task\n")[1].split("\n## ")[0]
+    assert newest.text.strip() in task  # verbatim, whatever the model wrote
+    assert "- canned active task" in task
+
+
+async def test_the_memory_index_is_in_the_summary_after_a_compaction(
+    engine: ContextCompressor, store: InMemoryStore, session: AgentSession
+) -> None:
+    scope = session.key or session.id
+    await store.memory_put(scope, "/memories/preferences.md", "Prefers metric units.\nNo emoji.")
+    await store.memory_put(scope, "/memories/projects/billing.md", "# Billing migration\nTarget: PG 16")
+    await store.memory_put("another chat", "/memories/secret.md", "not this one")
+    await persist(store, session.id, conversation(20, **LONG))
+    result = await compact(engine, store, session, trigger="in_loop")
+    text = summaries(result.messages)[0].text
+    memory = text.split("## Memory\n")[1].split("\n## ")[0]
+    assert "/memories/preferences.md" in memory and "Prefers metric units." in memory
+    assert "/memories/projects/billing.md" in memory and "Billing migration" in memory
+    assert "secret" not in memory and "memory" in memory.lower()
+
+    await persist(store, session.id, conversation(20, **LONG))
+    again = await compact(engine, store, session, trigger="in_loop")
+    assert summaries(again.messages)[0].text.count("## Memory\n") == 1
+
+
 def test_summary_budget_is_clamped() -> None:
     assert summary_budget(1_000, 200_000) == 2_000
     assert summary_budget(30_000, 200_000) == 6_000
