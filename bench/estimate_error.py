@@ -159,12 +159,19 @@ async def scripted(turns: int, window: int, *, cjk_every: int = 0, seed: int = 7
         return run.result()
 
 
-async def paste(window: int, chars: int = 100_000) -> dict[str, Any]:
-    """Three small turns, then one pasted document of ``chars`` characters (its call is the row)."""
+SMALL_TURNS = {
+    "en": ("hello", "what can you do?", "thanks, one moment"),
+    "zh": ("你好", "你能做什么？", "谢谢，请稍等"),
+}
+
+
+async def paste(window: int, chars: int, *, turns: str = "en", cjk: bool = False) -> dict[str, Any]:
+    """Three small turns, then one pasted document of about ``chars`` characters (its call is the row)."""
     async with conversation(window, default_registry()) as run:
-        for text in ("hello", "what can you do?", "thanks, one moment"):
+        for text in SMALL_TURNS[turns]:
             await run.turn(text)
-        await run.turn("please read this:\n" + sentence(random.Random(1), chars))
+        document = "".join(sentence(random.Random(i), 300, cjk=cjk) for i in range(chars // 100))[:chars]
+        await run.turn("please read this:\n" + document)
         return run.result(last_only=True)
 
 
@@ -195,7 +202,9 @@ def main() -> None:
     cases = [
         (f"{turns} turns, tools, 50k window", lambda: scripted(turns, 50_000)),
         (f"{turns} turns, tools, every 3rd in Chinese", lambda: scripted(turns, 50_000, cjk_every=3)),
-        ("3 small turns + 100k-char paste, 200k window", lambda: paste(200_000)),
+        ("3 small turns + 100k-char paste, 200k window", lambda: paste(200_000, 100_000)),
+        ("3 Chinese turns + 30k-char Chinese paste", lambda: paste(200_000, 30_000, turns="zh", cjk=True)),
+        ("3 Chinese turns + 100k-char English paste", lambda: paste(200_000, 100_000, turns="zh")),
     ]
     table = Table(title="Token estimate / real count, per chat call (fake API with realistic usage)")
     columns = ("run", "calls", "median", "p10", "p90", "min", "max", "> 1.10", "compactions", "400s", "s")
