@@ -45,6 +45,12 @@ def summaries(messages: list[ChatMessage]) -> list[ChatMessage]:
     return [m for m in messages if m.kind == "summary"]
 
 
+async def open_breaker(store: InMemoryStore, session: AgentSession, clock: FakeClock) -> None:
+    """Three failures behind, an hour of back-off ahead."""
+    opened = ContextState(consecutive_failures=3, cooldown_until=clock.now + timedelta(hours=1))
+    await store.save_context_state(session.id, opened)
+
+
 # ---- when -----------------------------------------------------------------------------------
 
 
@@ -537,8 +543,7 @@ async def test_an_extractive_fallback_that_gets_under_target_closes_the_breaker(
 ) -> None:
     summarizer = ScriptedSummarizer()
     engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
-    opened = ContextState(consecutive_failures=3, cooldown_until=clock.now + timedelta(hours=1))
-    await store.save_context_state(session.id, opened)
+    await open_breaker(store, session, clock)
     await persist(store, session.id, conversation(20, **LONG))
     result = await compact(engine, store, session, trigger="reactive", prompt_tokens=21_000)
     assert result.outcome.status == "fallback" and summarizer.requests == []
@@ -588,8 +593,7 @@ async def test_breaker_open_hygiene_at_the_edge_of_the_window_goes_straight_to_f
 ) -> None:
     summarizer = ScriptedSummarizer()
     engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
-    opened = ContextState(consecutive_failures=3, cooldown_until=clock.now + timedelta(hours=1))
-    await store.save_context_state(session.id, opened)
+    await open_breaker(store, session, clock)
     await persist(store, session.id, conversation(20, **LONG))
     result = await compact(engine, store, session, trigger="hygiene", prompt_tokens=19_500)
     assert result.outcome.status == "fallback" and summarizer.requests == []
@@ -600,8 +604,7 @@ async def test_breaker_open_hygiene_with_room_left_changes_nothing(
 ) -> None:
     summarizer = ScriptedSummarizer()
     engine = ContextCompressor(settings, summarizer, summary_model="claude-haiku-4-5", clock=clock)
-    opened = ContextState(consecutive_failures=3, cooldown_until=clock.now + timedelta(hours=1))
-    await store.save_context_state(session.id, opened)
+    await open_breaker(store, session, clock)
     stored = await persist(store, session.id, conversation(20, **LONG))
     result = await compact(engine, store, session, trigger="hygiene", prompt_tokens=18_000)
     assert result.record is None and result.outcome.status == "failed"
