@@ -7,15 +7,20 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from agent.errors import NotFound
 from agent.types import ChatMessage, CompactionRecord, SearchFilters, SearchHit
+from gateway.admin.errors import utc_time
 from gateway.store.admin_ops import ContextPoint
+from gateway.store.find_ops import SessionLabel, SessionQuery, SessionSort
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
 
 State = Literal["active", "archived", "all"]
+Order = Literal["asc", "desc"]
+SEARCH_SORTS: tuple[str, ...] = ("relevance",)
+"""The orders the store's search offers; the search page's ``sort`` select lists exactly these."""
 MAX_OFFSET = 1_000_000_000
 _SESSION_ID = re.compile(r"[\w.:-]{1,128}", re.ASCII)
 # A filter value: bounded, and without NUL (PostgreSQL refuses it in text parameters).
@@ -53,8 +58,40 @@ def compaction_json(c: CompactionRecord) -> dict[str, Any]:
     return dataclasses.asdict(c)
 
 
-def hit_json(h: SearchHit) -> dict[str, Any]:
-    return dataclasses.asdict(h)
+def hit_json(h: SearchHit, label: SessionLabel | None = None) -> dict[str, Any]:
+    """A hit with the key and platform of its session (what an operator recognises)."""
+    return {
+        **dataclasses.asdict(h),
+        "session_key": label.key if label else None,
+        "platform": label.platform if label else None,
+    }
+
+
+async def hits_json(store: Store, hits: list[SearchHit]) -> list[dict[str, Any]]:
+    labels = await store.session_labels([h.session_id for h in hits])
+    return [hit_json(h, labels.get(h.session_id)) for h in hits]
+
+
+def session_query(
+    platform: str | None,
+    chat: str | None,
+    user: str | None,
+    key: str | None,
+    since: datetime | None,
+    sort: SessionSort,
+    order: Order,
+    active_only: bool,
+) -> SessionQuery:
+    return SessionQuery(
+        platform=platform or None,
+        chat_id=chat or None,
+        user_id=user or None,
+        key=key or None,
+        active_since=utc_time(since, "since"),
+        include_ended=not active_only,
+        sort=sort,
+        descending=order == "desc",
+    )
 
 
 def context_json(
@@ -84,11 +121,22 @@ def api_router(store: Store) -> APIRouter:
 
     @router.get("/sessions")
     async def list_sessions(
-        platform: Filter = None, limit: Limit = 50, offset: Offset = 0, active_only: bool = False
+        response: Response,
+        platform: Filter = None,
+        chat: Filter = None,
+        user: Filter = None,
+        key: Filter = None,
+        since: datetime | None = None,
+        sort: SessionSort = "activity",
+        order: Order = "desc",
+        limit: Limit = 50,
+        offset: Offset = 0,
+        active_only: bool = False,
     ) -> list[dict[str, Any]]:
-        rows = await store.list_sessions(
-            limit=limit, offset=offset, platform=platform, include_ended=not active_only
-        )
+        """Sessions, filtered, sorted, paged; ``X-Total-Count`` says how many match in all."""
+        query = session_query(platform, chat, user, key, since, sort, order, active_only)
+        rows, total = await store.find_sessions(query, limit=limit, offset=offset)
+        response.headers["X-Total-Count"] = str(total)
         return [session_json(r) for r in rows]
 
     @router.get("/sessions/{session_id}")
@@ -151,7 +199,7 @@ def api_router(store: Store) -> APIRouter:
             until=utc(until),
             state=state,
         )
-        return [hit_json(h) for h in await store.search(q, filters, limit=limit, offset=offset)]
+        return await hits_json(store, await store.search(q, filters, limit=limit, offset=offset))
 
     return router
 
