@@ -23,6 +23,7 @@ from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
 from gateway.admin.middleware import AccessLog, AdminAuth
 from gateway.admin.page import esc, layout
 from gateway.admin.views import html, page_router
+from gateway.admin.views import usage_router as usage_page_router
 from gateway.admin.views_actions import actions_router
 from gateway.store.repository import Store
 
@@ -88,6 +89,7 @@ def create_app(store: Store, *, token: str) -> FastAPI:
     app.include_router(usage_router(store))
     app.include_router(page_router(store))
     app.include_router(actions_router(store))
+    app.include_router(usage_page_router(store))
     app.add_exception_handler(HygieiaError, error_response)
     app.add_exception_handler(SQLAlchemyError, error_response)
     app.add_exception_handler(HTTPException, http_error)

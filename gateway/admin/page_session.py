@@ -78,7 +78,9 @@ def actions(info: SessionInfo, compactions: Sequence[CompactionRecord]) -> str:
     return f'<nav class="actions">{" · ".join(links)}</nav>'
 
 
-def usage_table(rows: Sequence[UsageLine], total: UsageLine | None, *, first: str) -> str:
+def usage_table(
+    rows: Sequence[UsageLine], total: UsageLine | None, *, first: str, link_sessions: bool = False
+) -> str:
     """Uncached input, cache writes, cache reads, output, cost and the hit ratio, a row per group."""
     if not rows:
         return '<p class="muted">No API calls yet.</p>'
@@ -99,7 +101,11 @@ def usage_table(rows: Sequence[UsageLine], total: UsageLine | None, *, first: st
             f'<td class="n">{percent(line.cache_hit_ratio)}</td></tr>'
         )
 
-    body = "".join(row(r, esc(r.label or r.key)) for r in rows)
+    def name(line: UsageLine) -> str:
+        text = esc(line.label or line.key)
+        return f'<a href="/sessions/{esc(line.key)}">{text}</a>' if link_sessions else text
+
+    body = "".join(row(r, name(r)) for r in rows)
     foot = f"<tfoot>{row(total, '<b>total</b>')}</tfoot>" if total is not None and len(rows) > 1 else ""
     return f'<table class="usage"><thead>{head}</thead><tbody>{body}</tbody>{foot}</table>'
 

@@ -9,12 +9,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from agent.types import SearchFilters
-from gateway.admin import page, page_session
+from gateway.admin import page, page_session, page_usage
 from gateway.admin.api import SEARCH_SORTS, Filter, Limit, Offset, Order, State, checked_id, session_query
 from gateway.admin.charts import context_chart
 from gateway.admin.errors import BadRequest, utc_time
 from gateway.store.find_ops import SessionSort
 from gateway.store.repository import Store
+from gateway.store.usage_ops import GroupBy
 
 TRANSCRIPT_PAGE = 200
 # No script runs on these pages, ever: even an escaping bug could not execute one.
@@ -28,6 +29,8 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 FormTime = Annotated[str | None, Query(max_length=64)]
+USAGE_GROUPS: tuple[tuple[GroupBy, int], ...] = (("day", 366), ("platform", 50), ("session", 20))
+"""The usage page's groupings and how many rows of each it shows."""
 
 
 def html(body: str, status_code: int = 200) -> HTMLResponse:
@@ -162,5 +165,23 @@ def page_router(store: Store) -> APIRouter:
                 has_more=len(found) > limit,
             )
         )
+
+    return router
+
+
+def usage_router(store: Store) -> APIRouter:
+    """``/usage``: the cost overview page."""
+    router = APIRouter(default_response_class=HTMLResponse)
+
+    @router.get("/usage")
+    async def usage(since: FormTime = None, until: FormTime = None, platform: Filter = None) -> HTMLResponse:
+        start, end = form_time(since, "since"), form_time(until, "until")
+        reports = [
+            await store.usage_report(group, since=start, until=end, platform=platform or None, limit=limit)
+            for group, limit in USAGE_GROUPS
+        ]
+        days, platforms, top = reports
+        params: dict[str, object] = {"since": since, "until": until, "platform": platform}
+        return html(page_usage.usage_page(days, platforms, top, params=params))
 
     return router
