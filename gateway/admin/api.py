@@ -27,7 +27,6 @@ _SESSION_ID = re.compile(r"[\w.:-]{1,128}", re.ASCII)
 Filter = Annotated[str | None, Query(max_length=256, pattern=r"^[^\x00]*$")]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
-AUDIT_EVENT = "admin_restore"
 
 
 def checked_id(session_id: str) -> str:
@@ -172,11 +171,6 @@ def api_router(store: Store) -> APIRouter:
         calls = await store.context_series(info.id)
         return context_json(info.id, calls, await store.list_compactions(info.id))
 
-    @router.post("/sessions/{session_id}/restore")
-    async def restore(session_id: str) -> dict[str, Any]:
-        record = await restore_latest(store, checked_id(session_id))
-        return compaction_json(record)
-
     @router.get("/search")
     async def search(
         q: Annotated[str, Query(max_length=100_000)] = "",
@@ -202,13 +196,3 @@ def api_router(store: Store) -> APIRouter:
         return await hits_json(store, await store.search(q, filters, limit=limit, offset=offset))
 
     return router
-
-
-async def restore_latest(store: Store, session_id: str) -> CompactionRecord:
-    """Undo the session's latest compaction, and say so in the audit trail."""
-    await store.get_session(session_id)  # NotFound for an unknown session, before anything changes
-    record = await store.restore_latest_compaction(session_id)
-    await store.audit(
-        AUDIT_EVENT, platform=None, user_id=None, detail=f"session {session_id} compaction {record.id}"
-    )
-    return record

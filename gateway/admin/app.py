@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,8 +16,11 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 
+from agent.context_engine import ContextEngine
 from agent.errors import HygieiaError, NotFound, StoreError
+from gateway.admin.actions import AdminActions, Unavailable
 from gateway.admin.api import api_router
+from gateway.admin.api_actions import actions_api_router
 from gateway.admin.api_usage import usage_router
 from gateway.admin.errors import BadRequest, Conflict
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
@@ -46,6 +50,8 @@ async def error_response(request: Request, exc: Exception) -> Response:
         return _answer(request, str(exc), 404)
     if isinstance(exc, BadRequest | Conflict):
         return _answer(request, str(exc), 400 if isinstance(exc, BadRequest) else 409)
+    if isinstance(exc, Unavailable):
+        return _answer(request, str(exc), 503)
     if isinstance(exc, StoreError | SQLAlchemyError):
         _log.warning("admin %s %s: database error: %s", request.method, request.url.path, exc)
         return _answer(request, "the database is unavailable; try again shortly", 503)
@@ -71,8 +77,17 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
-def create_app(store: Store, *, token: str) -> FastAPI:
-    """The admin app over ``store``; every route but ``/healthz`` needs ``token``."""
+def create_app(
+    store: Store,
+    *,
+    token: str,
+    engine: ContextEngine | None = None,
+    context_window: Callable[[str], int] | None = None,
+) -> FastAPI:
+    """The admin app over ``store``; every route but ``/healthz`` needs ``token``.
+
+    ``engine`` and ``context_window`` (a model's window) let it compact sessions on request.
+    """
     app = FastAPI(title="Hygieia admin", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     metrics = AdminMetrics()
 
@@ -85,10 +100,12 @@ def create_app(store: Store, *, token: str) -> FastAPI:
     async def prometheus() -> Response:
         return Response(metrics.render(await store.store_totals()), media_type=CONTENT_TYPE)
 
+    actions = AdminActions(store, engine, context_window)
     app.include_router(api_router(store))
+    app.include_router(actions_api_router(actions))
     app.include_router(usage_router(store))
     app.include_router(page_router(store))
-    app.include_router(actions_router(store))
+    app.include_router(actions_router(actions))
     app.include_router(usage_page_router(store))
     app.add_exception_handler(HygieiaError, error_response)
     app.add_exception_handler(SQLAlchemyError, error_response)
