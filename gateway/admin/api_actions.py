@@ -10,13 +10,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.admin.actions import AdminActions, Outcome, checked_user
 from gateway.admin.api import Filter, Limit, Offset, checked_id, compaction_json
 from gateway.admin.errors import BadRequest
+from gateway.export import MEDIA_TYPES, Format, render
 from gateway.store.audit_ops import AuditEntry
+from gateway.store.export_ops import SessionExport
+from gateway.store.repository import Store
 
 Name = Annotated[str, Field(max_length=128, pattern=r"^[^\x00]*$")]
 
@@ -115,4 +118,26 @@ def actions_api_router(actions: AdminActions) -> APIRouter:
             "entries": [audit_json(e) for e in entries],
         }
 
+    return router
+
+
+def export_response(data: SessionExport, fmt: Format) -> Response:
+    """The export as a download named after the session."""
+    name = f"hygieia-{data.session['id']}.{fmt}"
+    return Response(
+        render(data, fmt),
+        media_type=MEDIA_TYPES[fmt],
+        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
+    )
+
+
+def export_router(store: Store) -> APIRouter:
+    """``/api/sessions/{id}/export`` and the page's ``/sessions/{id}/export`` (same download)."""
+    router = APIRouter()
+
+    async def export(session_id: str, format: Format = "jsonl") -> Response:
+        return export_response(await store.export_session(checked_id(session_id)), format)
+
+    router.add_api_route("/api/sessions/{session_id}/export", export, methods=["GET"])
+    router.add_api_route("/sessions/{session_id}/export", export, methods=["GET"], include_in_schema=False)
     return router

@@ -20,7 +20,7 @@ from agent.context_engine import ContextEngine
 from agent.errors import HygieiaError, NotFound, StoreError
 from gateway.admin.actions import AdminActions, Unavailable
 from gateway.admin.api import api_router
-from gateway.admin.api_actions import actions_api_router
+from gateway.admin.api_actions import actions_api_router, export_router
 from gateway.admin.api_usage import usage_router
 from gateway.admin.errors import BadRequest, Conflict
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
@@ -103,6 +103,7 @@ def create_app(
     actions = AdminActions(store, engine, context_window)
     app.include_router(api_router(store))
     app.include_router(actions_api_router(actions))
+    app.include_router(export_router(store))
     app.include_router(usage_router(store))
     app.include_router(page_router(store))
     app.include_router(actions_router(actions))
