@@ -72,6 +72,16 @@ class _Plan:
     scopes: list[str]
     memories: int
 
+    def counts(self, notices: int = 0) -> EraseCounts:
+        return EraseCounts(
+            messages=len(self.victims),
+            sessions=len(self.sessions),
+            summaries_redacted=len(self.summaries),
+            inbox=len(self.inbox),
+            memories=self.memories,
+            notices=notices,
+        )
+
 
 async def _tainted_summaries(
     s: AsyncSession, session_ids: Sequence[str], victims: Sequence[Any]
@@ -168,14 +178,7 @@ class EraseOps(Repo):
     async def erase_preview(self, platform: str, user_id: str) -> EraseCounts:
         """What :meth:`erase_user` would remove, changing nothing."""
         async with self._tx(write=False) as s:
-            plan = await _plan(s, platform, user_id)
-        return EraseCounts(
-            messages=len(plan.victims),
-            sessions=len(plan.sessions),
-            summaries_redacted=len(plan.summaries),
-            inbox=len(plan.inbox),
-            memories=plan.memories,
-        )
+            return (await _plan(s, platform, user_id)).counts()
 
     async def erase_user(self, platform: str, user_id: str) -> EraseCounts:
         """Erase everything the platform user wrote (see the module docstring); the counts."""
@@ -198,14 +201,7 @@ class EraseOps(Repo):
             notices = 0
             for session_id in plan.sessions:
                 notices += await _open_with_user_turn(s, session_id)
-        return EraseCounts(
-            messages=len(plan.victims),
-            sessions=len(plan.sessions),
-            summaries_redacted=len(plan.summaries),
-            inbox=len(plan.inbox),
-            memories=plan.memories,
-            notices=notices,
-        )
+        return plan.counts(notices)
 
     async def turn_in_progress(self, session_key: str) -> bool:
         """True while a worker holds a live lease on an inbox item of the session (a turn is running)."""

@@ -9,6 +9,7 @@ with one loud line (scripts/test installs it where apt-get can).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,12 @@ async def test_log_in_find_search_and_open_a_hit_in_its_archived_context(
 ) -> None:
     base, page, store = site
     seeded = await seed(store)
-    await store.record_usage(seeded.session_id, UsageRecord("m", "chat", Usage(200, 40, 100, 1700), 0.42))
+    for day in range(14):  # two weeks of calls, the cache warming up
+        usage = Usage(2000 - 120 * day, 400, 300, 1500 + 900 * day)
+        at = datetime(2026, 11, 10 + day, 12, tzinfo=UTC)
+        await store.record_usage(
+            seeded.session_id, UsageRecord("m", "chat", usage, 0.05 + 0.01 * (day % 5)), at=at
+        )
     await page.goto(base + "/")
     assert "missing or wrong admin token" in await page.text()
     await login(base, page)
@@ -91,7 +97,7 @@ async def test_log_in_find_search_and_open_a_hit_in_its_archived_context(
     await page.screenshot(ARTIFACTS / "archive-expanded.png")
 
     await page.goto(base + "/usage")
-    assert "$0.4" in await page.text(".cards") and await page.evaluate(
+    assert "$1.02" in await page.text(".cards") and await page.evaluate(
         "!!document.querySelector('svg.usage-chart')"
     )
     await page.screenshot(ARTIFACTS / "usage.png")
