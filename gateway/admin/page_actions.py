@@ -17,12 +17,13 @@ BY_FIELD = (
 )
 
 
-def session_url(session_id: str, notice: str = "") -> str:
-    return f"/sessions/{session_id}" + (f"?{urlencode({'done': notice[:400]})}" if notice else "")
+def session_url(session_id: str, audit_id: int | None = None) -> str:
+    """The session page; with ``audit_id`` it shows what that action did (the URL carries no text)."""
+    return f"/sessions/{session_id}" + (f"?{urlencode({'done': audit_id})}" if audit_id else "")
 
 
-def audit_url(notice: str = "") -> str:
-    return "/audit" + (f"?{urlencode({'done': notice[:400]})}" if notice else "")
+def audit_url(audit_id: int | None = None) -> str:
+    return "/audit" + (f"?{urlencode({'done': audit_id})}" if audit_id else "")
 
 
 def _confirm(

@@ -88,7 +88,7 @@ def page_router(store: Store) -> APIRouter:
         session_id: str,
         offset: Annotated[int | None, Query(ge=0, le=1_000_000_000)] = None,
         message: Annotated[int | None, Query(ge=0, le=2**62)] = None,
-        done: Annotated[str, Query(max_length=500)] = "",
+        done: Annotated[int | None, Query(ge=1, le=2**62)] = None,
     ) -> HTMLResponse:
         info = await store.get_session(checked_id(session_id))
         if offset is None:
@@ -99,6 +99,7 @@ def page_router(store: Store) -> APIRouter:
                 total = (await store.messages_page(info.id, limit=0)).total
                 offset = max(total - TRANSCRIPT_PAGE, 0)
         compactions = await store.list_compactions(info.id)
+        entry = await store.get_audit(done) if done else None  # the action that led here
         chart = context_chart(await store.context_series(info.id), compactions)
         return html(
             page_session.session_page(
@@ -110,7 +111,7 @@ def page_router(store: Store) -> APIRouter:
                 page=await store.messages_page(info.id, offset=offset, limit=TRANSCRIPT_PAGE),
                 limit=TRANSCRIPT_PAGE,
                 target=message,
-                notice=done,
+                notice=entry.detail if entry and entry.session_id == info.id else "",
             )
         )
 

@@ -37,8 +37,8 @@ def confirmed(fields: dict[str, str]) -> None:
         raise BadRequest("confirm: use the Confirm button of the confirmation page")
 
 
-def back_to(session_id: str, notice: str) -> RedirectResponse:
-    return RedirectResponse(page_actions.session_url(session_id, notice), status_code=303)
+def back_to(session_id: str, audit_id: int) -> RedirectResponse:
+    return RedirectResponse(page_actions.session_url(session_id, audit_id), status_code=303)
 
 
 def actions_router(actions: AdminActions) -> APIRouter:
@@ -57,7 +57,7 @@ def actions_router(actions: AdminActions) -> APIRouter:
         confirmed(fields)
         who = actor(request, fields.get("by", ""), "page")
         done = await actions.compact(checked_id(session_id), focus=fields.get("focus", ""), actor=who)
-        return back_to(session_id, done.message)
+        return back_to(session_id, done.audit.id)
 
     @router.get("/sessions/{session_id}/restore")
     async def confirm_restore(session_id: str) -> HTMLResponse:
@@ -73,7 +73,7 @@ def actions_router(actions: AdminActions) -> APIRouter:
         done = await actions.restore(
             checked_id(session_id), actor=actor(request, fields.get("by", ""), "page")
         )
-        return back_to(session_id, done.message)
+        return back_to(session_id, done.audit.id)
 
     @router.get("/sessions/{session_id}/end")
     async def confirm_end(session_id: str) -> HTMLResponse:
@@ -85,7 +85,7 @@ def actions_router(actions: AdminActions) -> APIRouter:
         fields = await form(request)
         confirmed(fields)
         done = await actions.end(checked_id(session_id), actor=actor(request, fields.get("by", ""), "page"))
-        return back_to(session_id, done.message)
+        return back_to(session_id, done.audit.id)
 
     @router.get("/erase")
     async def erase_form(
@@ -105,16 +105,18 @@ def actions_router(actions: AdminActions) -> APIRouter:
         if fields.get("typed", "").strip() != f"{platform}:{user}":
             raise BadRequest(f"type {platform}:{user} to confirm the erasure (it cannot be undone)")
         done = await actions.erase(platform, user, actor=actor(request, fields.get("by", ""), "page"))
-        return RedirectResponse(page_actions.audit_url(done.message), status_code=303)
+        return RedirectResponse(page_actions.audit_url(done.audit.id), status_code=303)
 
     @router.get("/audit")
     async def audit(
         event: Filter = None,
         limit: Limit = 50,
         offset: Offset = 0,
-        done: Annotated[str, Query(max_length=500)] = "",
+        done: Annotated[int | None, Query(ge=1, le=2**62)] = None,
     ) -> HTMLResponse:
         entries, total = await store.list_audit(limit=limit, offset=offset, event=event or None)
-        return html(page_actions.audit_page(entries, total=total, offset=offset, limit=limit, notice=done))
+        entry = await store.get_audit(done) if done else None
+        notice = entry.detail if entry else ""
+        return html(page_actions.audit_page(entries, total=total, offset=offset, limit=limit, notice=notice))
 
     return router

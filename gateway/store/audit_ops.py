@@ -67,6 +67,11 @@ class AuditOps(Repo):
             new_id = await s.scalar(insert(audit).values(**values).returning(audit.c.id))
         return _entry({**values, "id": new_id})
 
+    async def get_audit(self, entry_id: int) -> AuditEntry | None:
+        async with self._tx(write=False) as s:
+            row = (await s.execute(select(audit).where(audit.c.id == entry_id))).mappings().first()
+        return None if row is None else _entry(row)
+
     async def list_audit(
         self, *, limit: int = 50, offset: int = 0, event: str | None = None
     ) -> tuple[list[AuditEntry], int]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import unquote_plus
-
 from agent.types import ChatMessage
 from gateway.store.repository import Store
 from tests.gateway.admin_support import XSS, admin_client, summarizer
@@ -29,7 +27,7 @@ async def test_compact_now_from_the_page_confirms_then_shows_what_it_did(store: 
         and 'name="by"' in confirm
     )
     assert unconfirmed.status_code == 400 and "Confirm" in unconfirmed.text
-    assert done.status_code == 303 and "Compacted" in unquote_plus(done.headers["location"])
+    assert done.status_code == 303 and done.headers["location"].startswith(f"/sessions/{sid}?done=")
     assert '<p class="notice" role="status">Compacted' in landing
     assert "admin_compact" in audit and "carol via page" in audit
     [record] = await store.list_compactions(sid)
@@ -66,7 +64,8 @@ async def test_erasing_a_user_from_the_page_previews_asks_to_type_the_user_and_l
         audit = (await client.get(done.headers["location"])).text
     assert 'action="/erase"' in blank and 'name="user"' in blank
     assert "deletes <b>1</b> messages" in preview and "<script>" not in preview
-    assert done.status_code == 303 and done.headers["location"].startswith("/audit?done=Erased")
+    assert done.status_code == 303 and done.headers["location"].startswith("/audit?done=")
+    assert '<p class="notice" role="status">Erased 1 messages' in audit
     assert [m.text for m in await store.load_active(sid)] == ["keep me"]
     assert (
         "admin_erase" in audit
@@ -74,3 +73,14 @@ async def test_erasing_a_user_from_the_page_previews_asks_to_type_the_user_and_l
         and "messages 1" in audit
         and "<script>" not in audit
     )
+
+
+async def test_the_notice_comes_from_the_audit_trail_never_from_text_in_the_url(store: Store) -> None:
+    sid = await new_session(store)
+    other = await new_session(store, "telegram:2", chat_id="2")
+    entry = await store.record_action("admin_end", actor="x", session_id=other, detail="ended the other one")
+    async with admin_client(store) as client:
+        injected = await client.get(f"/sessions/{sid}", params={"done": "Your token expired, log in at evil"})
+        foreign = (await client.get(f"/sessions/{sid}", params={"done": entry.id})).text
+    assert injected.status_code == 400
+    assert "ended the other one" not in foreign and 'class="notice"' not in foreign
