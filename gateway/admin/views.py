@@ -18,6 +18,8 @@ from gateway.store.repository import Store
 from gateway.store.usage_ops import GroupBy
 
 TRANSCRIPT_PAGE = 200
+CHART_CALLS = 1000
+"""The session page's chart draws the latest this many calls (760 pixels wide: more would not show)."""
 # No script runs on these pages, ever: even an escaping bug could not execute one.
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -100,7 +102,7 @@ def page_router(store: Store) -> APIRouter:
                 offset = max(total - TRANSCRIPT_PAGE, 0)
         compactions = await store.list_compactions(info.id)
         entry = await store.get_audit(done) if done else None  # the action that led here
-        chart = context_chart(await store.context_series(info.id), compactions)
+        chart = context_chart(await store.context_series(info.id, limit=CHART_CALLS), compactions)
         return html(
             page_session.session_page(
                 info,
