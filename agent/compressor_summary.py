@@ -94,8 +94,8 @@ class Summarizer:
             transcript,
             budget_tokens=budget,
             previous_summary=redact(job.previous) if job.previous else None,
-            focus=job.focus,
-            recent_requests=job.recent_requests,
+            focus=redact(job.focus) if job.focus else None,
+            recent_requests=tuple(redact(r) for r in job.recent_requests),
         )
 
     def _room(self, job: SummaryJob, budget: int, max_tokens: int, window: int) -> int:

@@ -662,10 +662,12 @@ async def test_secrets_never_reach_the_summarizer(
     messages = conversation(20, **LONG)
     key = "sk-ant-api03-" + "A1b2C3d4" * 6
     messages[3] = ChatMessage.user(f"my key is {key} and password=hunter22")
+    messages[-4] = ChatMessage.user("and the bot token is 123456789:" + "B" * 35)  # a recent request
     await persist(store, session.id, messages)
     await compact(engine, store, session, trigger="in_loop")
     prompt = summarizer.prompt()
     assert key not in prompt and "hunter22" not in prompt and "[REDACTED]" in prompt
+    assert "B" * 35 not in prompt
 
 
 async def test_summary_usage_is_recorded(
