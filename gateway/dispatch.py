@@ -186,6 +186,11 @@ class Gateway:
     def busy_keys(self) -> list[str]:
         return list(self._workers)
 
+    @property
+    def worker_id(self) -> str:
+        """This gateway's name in leases (inbox items, scheduled jobs)."""
+        return self._worker_id
+
     # intake ------------------------------------------------------------------------------
     async def intake(self, msg: InboundMessage) -> None:
         """Authorize, clean, commit to the inbox, schedule the session; return (the adapter acks)."""

@@ -28,11 +28,12 @@ from agent.tools import ToolRegistry, default_registry
 from gateway.config import Settings
 from gateway.delivery import Delivery
 from gateway.dispatch import Gateway
+from gateway.job_setup import build_jobs
+from gateway.jobs import ClusterJobs
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.console import ConsoleAdapter
 from gateway.platforms.discord import DiscordAdapter
 from gateway.platforms.telegram import TelegramAdapter
-from gateway.scheduler import Scheduler
 from gateway.sessions import SessionDirectory
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
@@ -137,7 +138,7 @@ class Service:
     agent: AgentLoop
     delivery: Delivery
     gateway: Gateway
-    scheduler: Scheduler
+    scheduler: ClusterJobs
     adapters: list[PlatformAdapter]
 
     @classmethod
@@ -191,7 +192,7 @@ class Service:
             tool_tokens=tool_tokens(tools),
             lease_seconds=lease_seconds if lease_seconds is not None else default_lease(db),
         )
-        scheduler = Scheduler(timezone=settings.timezone)
+        scheduler = build_jobs(settings, store=store, gateway=gateway)
         return cls(settings, db, store, provider, engine, agent, delivery, gateway, scheduler, adapters)
 
     async def start(self) -> None:
@@ -207,8 +208,8 @@ class Service:
 
     async def stop(self) -> None:
         """Stop serving, let running turns finish (grace), send what is ready, disconnect, close."""
+        await self.scheduler.stop()  # first: no job may start on a gateway that is stopping
         await self.gateway.stop(self.settings.sessions.turn_grace_seconds)
-        await self.scheduler.stop()
         await self.delivery.stop()
         for adapter in self.adapters:
             try:

@@ -17,6 +17,7 @@ from agent.errors import HygieiaError, NotFound, StoreError
 from gateway.admin.api import api_router
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
 from gateway.admin.middleware import AccessLog, AdminAuth
+from gateway.admin.scheduler_api import scheduler_metrics, scheduler_router
 from gateway.admin.views import page_router
 from gateway.store.repository import Store
 
@@ -52,9 +53,11 @@ def create_app(store: Store, *, token: str) -> FastAPI:
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:
-        return Response(metrics.render(await store.store_totals()), media_type=CONTENT_TYPE)
+        body = metrics.render(await store.store_totals()) + await scheduler_metrics(store)
+        return Response(body, media_type=CONTENT_TYPE)
 
     app.include_router(api_router(store))
+    app.include_router(scheduler_router(store))
     app.include_router(page_router(store))
     app.add_exception_handler(HygieiaError, error_response)
     app.add_exception_handler(SQLAlchemyError, error_response)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
 from gateway.store.compaction_ops import CompactionOps
+from gateway.store.job_ops import JobOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
 from gateway.store.queue_ops import QueueOps
@@ -18,7 +19,9 @@ from gateway.store.session_ops import SessionOps
 from gateway.store.usage_ops import UsageOps
 
 
-class Store(SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps):
+class Store(
+    SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps, JobOps
+):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 
 
