@@ -20,7 +20,8 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -185,6 +186,17 @@ class Gateway:
     @property
     def busy_keys(self) -> list[str]:
         return list(self._workers)
+
+    @asynccontextmanager
+    async def quiet_session(self, key: str) -> AsyncIterator[bool]:
+        """For a scheduled job about to act on a session: yields True holding the session's lock
+        when nothing of it runs or waits here (no turn, no retry timer), so none starts until
+        the block ends; yields False, holding nothing, when the session is busy."""
+        if key in self._workers or key in self._timers or self._locks.locked(key):
+            yield False
+            return
+        async with self._locks.hold(key):
+            yield True
 
     @property
     def worker_id(self) -> str:

@@ -2,18 +2,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.context_engine import ContextEngine
 from gateway.config import Settings
 from gateway.dispatch import Gateway
-from gateway.jobs import ClusterJobs
+from gateway.jobs import ClusterJobs, JobSpec
+from gateway.scheduler import Every
+from gateway.sessions import SessionDirectory
 from gateway.store.repository import Store
+from gateway.sweep import Sweep
 
 
-def build_jobs(settings: Settings, *, store: Store, gateway: Gateway) -> ClusterJobs:
+@dataclass(frozen=True, slots=True)
+class JobParts:
+    """The parts of a running service the jobs act through."""
+
+    store: Store
+    gateway: Gateway
+    engine: ContextEngine
+    directory: SessionDirectory
+    tools: Callable[[], list[dict[str, Any]]]
+
+
+def build_jobs(settings: Settings, parts: JobParts) -> ClusterJobs:
     """Every configured job, on a :class:`ClusterJobs` owned by this worker (not started)."""
     config = settings.scheduler
     jobs = ClusterJobs(
-        store, owner=gateway.worker_id, timezone=settings.timezone, lease_seconds=config.job_lease_seconds
+        parts.store,
+        owner=parts.gateway.worker_id,
+        timezone=settings.timezone,
+        lease_seconds=config.job_lease_seconds,
     )
     if not config.enabled:
         return jobs
+    if config.sweep.enabled:
+        sweep = Sweep(
+            config.sweep,
+            timezone=settings.timezone,
+            store=parts.store,
+            engine=parts.engine,
+            directory=parts.directory,
+            gateway=parts.gateway,
+            tools=parts.tools,
+        )
+        jobs.add(JobSpec("sweep", Every(config.sweep.interval_seconds), sweep.run, sweep.describe()))
     return jobs

@@ -28,7 +28,7 @@ from agent.tools import ToolRegistry, default_registry
 from gateway.config import Settings
 from gateway.delivery import Delivery
 from gateway.dispatch import Gateway
-from gateway.job_setup import build_jobs
+from gateway.job_setup import JobParts, build_jobs
 from gateway.jobs import ClusterJobs
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.console import ConsoleAdapter
@@ -192,7 +192,8 @@ class Service:
             tool_tokens=tool_tokens(tools),
             lease_seconds=lease_seconds if lease_seconds is not None else default_lease(db),
         )
-        scheduler = build_jobs(settings, store=store, gateway=gateway)
+        parts = JobParts(store, gateway, engine, directory, tools.definitions)
+        scheduler = build_jobs(settings, parts)
         return cls(settings, db, store, provider, engine, agent, delivery, gateway, scheduler, adapters)
 
     async def start(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
 from gateway.store.compaction_ops import CompactionOps
+from gateway.store.idle_ops import IdleOps
 from gateway.store.job_ops import JobOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
@@ -20,7 +21,7 @@ from gateway.store.usage_ops import UsageOps
 
 
 class Store(
-    SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps, JobOps
+    SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps, JobOps, IdleOps
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 
