@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from agent.context_engine import ContextEngine
 from gateway.config import Settings
 from gateway.dispatch import Gateway
-from gateway.jobs import ClusterJobs, JobSpec
+from gateway.jobs import ClusterJobs, JobFunc, JobSpec
 from gateway.scheduler import Every
 from gateway.sessions import SessionDirectory
 from gateway.store.repository import Store
 from gateway.sweep import Sweep
+from gateway.tasks import TaskBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,14 @@ class JobParts:
     engine: ContextEngine
     directory: SessionDirectory
     tools: Callable[[], list[dict[str, Any]]]
+    tasks: TaskBook | None = None
+
+
+def task_book(settings: Settings, store: Store) -> TaskBook | None:
+    """The tasks users set with the ``schedule`` tool, when tasks (and the scheduler) are on."""
+    if not (settings.scheduler.enabled and settings.scheduler.tasks.enabled):
+        return None
+    return TaskBook(store, settings.scheduler.tasks, timezone=settings.timezone)
 
 
 def build_jobs(settings: Settings, parts: JobParts) -> ClusterJobs:
@@ -49,4 +59,16 @@ def build_jobs(settings: Settings, parts: JobParts) -> ClusterJobs:
             tools=parts.tools,
         )
         jobs.add(JobSpec("sweep", Every(config.sweep.interval_seconds), sweep.run, sweep.describe()))
+    if parts.tasks is not None:
+        jobs.add(JobSpec("tasks", Every(config.tasks.poll_seconds), _fire_tasks(parts.tasks, parts.gateway)))
     return jobs
+
+
+def _fire_tasks(tasks: TaskBook, gateway: Gateway) -> JobFunc:
+    async def fire(now: datetime) -> dict[str, Any]:
+        keys = await tasks.fire_due(now)
+        for key in dict.fromkeys(keys):
+            gateway.wake(key)  # other workers find the runs on their next inbox sweep
+        return {"fired": len(keys)} if keys else {}
+
+    return fire

@@ -25,10 +25,11 @@ from agent.offline import OfflineProvider
 from agent.provider import LLMProvider
 from agent.tokens import estimate_text_tokens, model_info
 from agent.tools import ToolRegistry, default_registry
+from agent.tools.schedule import ScheduleTool
 from gateway.config import Settings
 from gateway.delivery import Delivery
 from gateway.dispatch import Gateway
-from gateway.job_setup import JobParts, build_jobs
+from gateway.job_setup import JobParts, build_jobs, task_book
 from gateway.jobs import ClusterJobs
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.console import ConsoleAdapter
@@ -164,6 +165,9 @@ class Service:
             settings.compression, provider, summary_model=settings.summary_model, prices=prices
         )
         tools = default_registry()
+        tasks = task_book(settings, store)
+        if tasks is not None:
+            tools.register(ScheduleTool(tasks))
         agent = AgentLoop(
             provider,
             store,
@@ -191,8 +195,9 @@ class Service:
             tools=tools.definitions(),
             tool_tokens=tool_tokens(tools),
             lease_seconds=lease_seconds if lease_seconds is not None else default_lease(db),
+            tasks=tasks,
         )
-        parts = JobParts(store, gateway, engine, directory, tools.definitions)
+        parts = JobParts(store, gateway, engine, directory, tools.definitions, tasks)
         scheduler = build_jobs(settings, parts)
         return cls(settings, db, store, provider, engine, agent, delivery, gateway, scheduler, adapters)
 

@@ -1,4 +1,4 @@
-"""The scheduler in the admin app: ``/api/status`` (jobs) and the jobs' metrics.
+"""The scheduler in the admin app: ``/api/status`` (jobs), ``/api/tasks`` (every chat's tasks), metrics.
 
 The admin runs as its own process, so everything here is read from SQL: what the workers'
 jobs last did (``scheduler_jobs`` and their leases) and the tasks users set.
@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from gateway.store.job_ops import JobState
 from gateway.store.repository import Store
+from gateway.store.task_ops import TaskRecord
+
+TaskFilter = Literal["active", "done", "cancelled", "all"]
+Key = Annotated[str | None, Query(max_length=255, pattern=r"^[^\x00]*$")]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0, le=1_000_000_000)]
 
 
 def job_json(job: JobState, now: datetime) -> dict[str, Any]:
@@ -28,8 +34,12 @@ def job_json(job: JobState, now: datetime) -> dict[str, Any]:
     return data
 
 
+def task_json(task: TaskRecord) -> dict[str, Any]:
+    return dataclasses.asdict(task)
+
+
 def scheduler_router(store: Store) -> APIRouter:
-    """``/api/status``."""
+    """``/api/status`` and ``/api/tasks``."""
     router = APIRouter(prefix="/api")
 
     @router.get("/status")
@@ -39,7 +49,18 @@ def scheduler_router(store: Store) -> APIRouter:
         return {
             "now": now,
             "scheduler": {"jobs": [job_json(j, now) for j in jobs]},
+            "tasks": await store.task_counts(),
         }
+
+    @router.get("/tasks")
+    async def tasks(
+        status: TaskFilter = "active", key: Key = None, limit: Limit = 100, offset: Offset = 0
+    ) -> list[dict[str, Any]]:
+        """Every chat's tasks (admins see them all; a chat sees only its own)."""
+        rows = await store.task_list(
+            status=None if status == "all" else status, session_key=key, limit=limit, offset=offset
+        )
+        return [task_json(t) for t in rows]
 
     return router
 
@@ -47,8 +68,9 @@ def scheduler_router(store: Store) -> APIRouter:
 class _Snapshot(Collector):
     """One scrape's values, as Prometheus metric families."""
 
-    def __init__(self, jobs: list[JobState]) -> None:
+    def __init__(self, jobs: list[JobState], tasks: dict[str, int]) -> None:
         self._jobs = jobs
+        self._tasks = tasks
 
     def collect(self) -> list[Metric]:
         runs = CounterMetricFamily("hygieia_scheduler_job_runs", "Runs of a scheduled job.", labels=["job"])
@@ -80,11 +102,16 @@ class _Snapshot(Collector):
             for item, value in job.last_result.items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     counts.add_metric([job.name, str(item)], float(value))
-        return [runs, failures, last_ok, last_run, duration, counts]
+        tasks = GaugeMetricFamily(
+            "hygieia_scheduled_tasks", "Reminders and recurring tasks, by status.", labels=["status"]
+        )
+        for status in ("active", "done", "cancelled"):
+            tasks.add_metric([status], self._tasks.get(status, 0))
+        return [runs, failures, last_ok, last_run, duration, counts, tasks]
 
 
 async def scheduler_metrics(store: Store) -> bytes:
     """The scheduler's metrics in the Prometheus text format (appended to the admin's ``/metrics``)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Snapshot(await store.job_states()))
+    registry.register(_Snapshot(await store.job_states(), await store.task_counts()))
     return generate_latest(registry)

@@ -17,11 +17,22 @@ from gateway.store.message_ops import MessageOps
 from gateway.store.queue_ops import QueueOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
+from gateway.store.task_ops import TaskOps
 from gateway.store.usage_ops import UsageOps
 
 
 class Store(
-    SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps, JobOps, IdleOps
+    SessionOps,
+    MessageOps,
+    CompactionOps,
+    SearchOps,
+    QueueOps,
+    MemoryOps,
+    UsageOps,
+    AdminOps,
+    JobOps,
+    IdleOps,
+    TaskOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 

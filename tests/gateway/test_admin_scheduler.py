@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.store.repository import Store
+from gateway.store.task_ops import NewTask
 from tests.gateway.admin_support import admin_client
 
 T0 = datetime(2025, 12, 1, 3, 0, tzinfo=UTC)  # in the past: leases are judged by the real clock
@@ -69,3 +70,35 @@ async def test_metrics_export_job_runs_failures_and_last_counts(store: Store) ->
     assert samples[("hygieia_scheduler_job_last_count", (("item", "compacted"), ("job", "sweep")))] == 2
     assert samples[("hygieia_scheduler_job_last_duration_seconds", (("job", "sweep"),))] == 1.5
     assert samples[("hygieia_sessions", (("state", "current"),))] == 0  # the store's own gauges stay
+
+
+async def test_admins_see_every_chats_tasks_and_their_counts(store: Store) -> None:
+    for chat in ("42", "77"):
+        task = NewTask(
+            session_key=f"telegram:dm:{chat}",
+            platform="telegram",
+            chat_id=chat,
+            thread_id=None,
+            session_id=None,
+            prompt=f"task of {chat}",
+            kind="every",
+            spec="3600",
+            timezone="UTC",
+            next_run_at=T0 + timedelta(hours=1),
+        )
+        assert await store.task_create(task, now=T0, max_active=5) is not None
+    [cancel] = await store.task_list(session_key="telegram:dm:77")
+    await store.task_cancel("telegram:dm:77", cancel.id, now=T0)
+
+    async with admin_client(store) as client:
+        active = (await client.get("/api/tasks")).json()
+        every = (await client.get("/api/tasks", params={"status": "all"})).json()
+        of_77 = (await client.get("/api/tasks", params={"status": "all", "key": "telegram:dm:77"})).json()
+        status = (await client.get("/api/status")).json()
+        metrics = (await client.get("/metrics")).text
+
+    assert [t["chat_id"] for t in active] == ["42"]
+    assert sorted(t["prompt"] for t in every) == ["task of 42", "task of 77"]
+    assert [(t["chat_id"], t["status"]) for t in of_77] == [("77", "cancelled")]
+    assert status["tasks"] == {"active": 1, "cancelled": 1}
+    assert 'hygieia_scheduled_tasks{status="active"} 1.0' in metrics
