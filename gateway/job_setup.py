@@ -11,6 +11,7 @@ from agent.context_engine import ContextEngine
 from gateway.config import Settings
 from gateway.dispatch import Gateway
 from gateway.jobs import ClusterJobs, JobFunc, JobSpec
+from gateway.resets import ScheduledResets
 from gateway.scheduler import Every
 from gateway.sessions import SessionDirectory
 from gateway.store.repository import Store
@@ -59,6 +60,12 @@ def build_jobs(settings: Settings, parts: JobParts) -> ClusterJobs:
             tools=parts.tools,
         )
         jobs.add(JobSpec("sweep", Every(config.sweep.interval_seconds), sweep.run, sweep.describe()))
+    sessions = settings.sessions
+    if sessions.idle_reset_minutes is not None or sessions.daily_reset_hour is not None:
+        resets = ScheduledResets(
+            sessions, config.resets, timezone=settings.timezone, store=parts.store, gateway=parts.gateway
+        )
+        jobs.add(JobSpec("resets", Every(config.resets.interval_seconds), resets.run, resets.describe()))
     if parts.tasks is not None:
         jobs.add(JobSpec("tasks", Every(config.tasks.poll_seconds), _fire_tasks(parts.tasks, parts.gateway)))
     return jobs
