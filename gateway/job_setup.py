@@ -8,15 +8,17 @@ from datetime import datetime
 from typing import Any
 
 from agent.context_engine import ContextEngine
+from gateway.clock import parse_clock
 from gateway.config import Settings
 from gateway.dispatch import Gateway
 from gateway.jobs import ClusterJobs, JobFunc, JobSpec
 from gateway.resets import ScheduledResets
-from gateway.scheduler import Every
+from gateway.scheduler import Cron, Every
 from gateway.sessions import SessionDirectory
 from gateway.store.repository import Store
 from gateway.sweep import Sweep
 from gateway.tasks import TaskBook
+from gateway.upkeep import Upkeep
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,12 @@ def build_jobs(settings: Settings, parts: JobParts) -> ClusterJobs:
             sessions, config.resets, timezone=settings.timezone, store=parts.store, gateway=parts.gateway
         )
         jobs.add(JobSpec("resets", Every(config.resets.interval_seconds), resets.run, resets.describe()))
+    if config.upkeep.enabled:
+        hour, minute = parse_clock(config.upkeep.at)
+        upkeep = Upkeep(config.upkeep, parts.store)
+        jobs.add(
+            JobSpec("upkeep", Cron.daily(hour, minute, settings.timezone), upkeep.run, upkeep.describe())
+        )
     if parts.tasks is not None:
         jobs.add(JobSpec("tasks", Every(config.tasks.poll_seconds), _fire_tasks(parts.tasks, parts.gateway)))
     return jobs

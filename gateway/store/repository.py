@@ -18,6 +18,7 @@ from gateway.store.queue_ops import QueueOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
 from gateway.store.task_ops import TaskOps
+from gateway.store.upkeep_ops import UpkeepOps
 from gateway.store.usage_ops import UsageOps
 
 
@@ -33,6 +34,7 @@ class Store(
     JobOps,
     IdleOps,
     TaskOps,
+    UpkeepOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 
