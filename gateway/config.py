@@ -165,6 +165,13 @@ class RetentionSettings(BaseModel):
 
     enabled: bool = False
     archived_days: int = Field(365, ge=1)
+    at: str = "04:45"
+
+    @field_validator("at")
+    @classmethod
+    def _time(cls, value: str) -> str:
+        parse_clock(value)
+        return value
 
 
 class SchedulerSettings(BaseModel):

@@ -13,6 +13,7 @@ from gateway.config import Settings
 from gateway.dispatch import Gateway
 from gateway.jobs import ClusterJobs, JobFunc, JobSpec
 from gateway.resets import ScheduledResets
+from gateway.retention import Retention
 from gateway.scheduler import Cron, Every
 from gateway.sessions import SessionDirectory
 from gateway.store.repository import Store
@@ -74,6 +75,11 @@ def build_jobs(settings: Settings, parts: JobParts) -> ClusterJobs:
         jobs.add(
             JobSpec("upkeep", Cron.daily(hour, minute, settings.timezone), upkeep.run, upkeep.describe())
         )
+    if config.retention.enabled:
+        hour, minute = parse_clock(config.retention.at)
+        retention = Retention(config.retention.archived_days, parts.store)
+        note = f"deletes archived messages older than {config.retention.archived_days} days"
+        jobs.add(JobSpec("retention", Cron.daily(hour, minute, settings.timezone), retention.run, note))
     if parts.tasks is not None:
         jobs.add(JobSpec("tasks", Every(config.tasks.poll_seconds), _fire_tasks(parts.tasks, parts.gateway)))
     return jobs

@@ -55,6 +55,13 @@ class CompactionOps(Repo):
             if row is None:
                 raise NotFound(f"session {session_id} has no compaction to restore")
             cid, now = row["id"], utcnow()
+            kept = await s.scalar(select(func.count()).where(messages.c.compaction_id == cid))
+            if int(kept or 0) < int(row["messages_archived"]):
+                # The retention policy deleted what it archived: undoing it would lose its summary too.
+                raise NotFound(
+                    f"the latest compaction of session {session_id} cannot be undone: "
+                    "the retention policy has deleted the messages it archived"
+                )
             await s.execute(
                 update(messages)
                 .where(messages.c.compaction_id == cid)

@@ -15,6 +15,7 @@ from gateway.store.job_ops import JobOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
 from gateway.store.queue_ops import QueueOps
+from gateway.store.retention_ops import RetentionOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
 from gateway.store.task_ops import TaskOps
@@ -35,6 +36,7 @@ class Store(
     IdleOps,
     TaskOps,
     UpkeepOps,
+    RetentionOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 
