@@ -40,6 +40,11 @@ DEFAULT_SYSTEM_PROMPT = (
 UserList = Annotated[list[str], NoDecode]
 
 
+def _time_of_day(value: str) -> str:
+    parse_clock(value)
+    return value
+
+
 def _split_csv(value: Any) -> Any:
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
@@ -151,11 +156,7 @@ class UpkeepSettings(BaseModel):
     at: str = "04:30"
     prune_after_days: int = Field(30, ge=2)
 
-    @field_validator("at")
-    @classmethod
-    def _time(cls, value: str) -> str:
-        parse_clock(value)
-        return value
+    _check_at = field_validator("at")(_time_of_day)
 
 
 class RetentionSettings(BaseModel):
@@ -167,11 +168,7 @@ class RetentionSettings(BaseModel):
     archived_days: int = Field(365, ge=1)
     at: str = "04:45"
 
-    @field_validator("at")
-    @classmethod
-    def _time(cls, value: str) -> str:
-        parse_clock(value)
-        return value
+    _check_at = field_validator("at")(_time_of_day)
 
 
 class SchedulerSettings(BaseModel):

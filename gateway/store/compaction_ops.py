@@ -57,10 +57,11 @@ class CompactionOps(Repo):
             cid, now = row["id"], utcnow()
             kept = await s.scalar(select(func.count()).where(messages.c.compaction_id == cid))
             if int(kept or 0) < int(row["messages_archived"]):
-                # The retention policy deleted what it archived: undoing it would lose its summary too.
+                # Retention deleted what it archived: undoing it would retire the summary that
+                # is all that is left of them.
                 raise NotFound(
                     f"the latest compaction of session {session_id} cannot be undone: "
-                    "the retention policy has deleted the messages it archived"
+                    "messages it archived were deleted (retention policy)"
                 )
             await s.execute(
                 update(messages)
