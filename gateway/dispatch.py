@@ -20,10 +20,12 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from agent.compaction import WhenSlow
 from agent.context_engine import ContextEngine
 from agent.errors import LLMError, StoreError
 from agent.loop import AgentLoop, TurnResult
@@ -34,7 +36,7 @@ from gateway.config import Settings
 from gateway.dead_letters import InboxFailures
 from gateway.delivery import Delivery
 from gateway.failures import GAVE_UP, classify
-from gateway.hygiene import run_hygiene
+from gateway.hygiene import SUMMARIZING_NOTICE, run_hygiene
 from gateway.inbound import (
     clean_text,
     edit_of,
@@ -49,6 +51,7 @@ from gateway.replies import PendingItem, Replies, reply_of, reply_target, withou
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
+from gateway.tasks import TaskBook
 
 _log = logging.getLogger(__name__)
 
@@ -92,6 +95,7 @@ class Gateway:
         retry_delays: Sequence[float] = RETRY_DELAYS,
         worker_id: str | None = None,
         clock: Callable[[], datetime] = utcnow,
+        tasks: TaskBook | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -108,6 +112,7 @@ class Gateway:
         self._retry_delays = tuple(retry_delays)
         self._worker_id = worker_id or default_worker_id()
         self._clock = clock
+        self._tasks = tasks
         self._failures = InboxFailures(
             store,
             self._replies,
@@ -193,6 +198,26 @@ class Gateway:
     @property
     def busy_keys(self) -> list[str]:
         return list(self._workers)
+
+    @asynccontextmanager
+    async def quiet_session(self, key: str) -> AsyncIterator[bool]:
+        """For a scheduled job about to act on a session: yields True holding the session's lock
+        when nothing of it runs or waits here (no turn, no retry timer), so none starts until
+        the block ends; yields False, holding nothing, when the session is busy."""
+        if key in self._workers or key in self._timers or self._locks.locked(key):
+            yield False
+            return
+        async with self._locks.hold(key):
+            yield True
+
+    def wake(self, key: str) -> None:
+        """Serve ``key``'s pending inbox items now (a scheduled job has just queued one)."""
+        self._kick(key)
+
+    @property
+    def worker_id(self) -> str:
+        """This gateway's name in leases (inbox items, scheduled jobs)."""
+        return self._worker_id
 
     # intake ------------------------------------------------------------------------------
     async def intake(self, msg: InboundMessage) -> None:
@@ -397,23 +422,30 @@ class Gateway:
     async def _answer(
         self, key: str, session: AgentSession, pending: list[PendingItem], target: OutboundTarget
     ) -> _Outcome:
-        history = await self._store.load_active(session.id)
-        report = await run_hygiene(
-            self._engine,
-            self._store,
-            session,
-            self._settings.compression,
-            messages=history,
-            tools=self._tools,
-        )
-        notice = report.notice() if self._settings.sessions.hygiene_notice else None
-        if notice:
-            await self._replies.notice(session.id, without_quote(target), notice)
+        # Typing from before hygiene: a compaction can take a while, the user should see life.
+        typing = asyncio.create_task(self._replies.keep_typing(target))
+        when_slow = self._summarizing_notice(session.id, target)
+        try:
+            history = await self._store.load_active(session.id)
+            report = await run_hygiene(
+                self._engine,
+                self._store,
+                session,
+                self._settings.compression,
+                messages=history,
+                tools=self._tools,
+                when_slow=when_slow,
+            )
+            notice = report.notice() if self._settings.sessions.hygiene_notice else None
+            if notice:
+                await self._replies.notice(session.id, without_quote(target), notice)
+        except BaseException:
+            typing.cancel()
+            raise
         turn: asyncio.Task[TurnResult] = asyncio.create_task(
-            self._agent.run_turn(session, history=report.messages)
+            self._agent.run_turn(session, history=report.messages, when_slow=when_slow)
         )
         self._turns[key] = turn
-        typing = asyncio.create_task(self._replies.keep_typing(target))
         try:
             await asyncio.wait({turn})
         except asyncio.CancelledError:
@@ -431,6 +463,18 @@ class Gateway:
             await self._replies.reply(session.id, pending, target, text, message_id)
             return _Outcome.DONE
         return await self._failed(key, session, pending, target, exc)
+
+    def _summarizing_notice(self, session_id: str, target: OutboundTarget) -> WhenSlow:
+        """Tell the chat, once per turn, when a compaction runs longer than a few seconds."""
+        sent = False
+
+        async def notify() -> None:
+            nonlocal sent
+            if not sent:
+                sent = True
+                await self._replies.notice(session_id, without_quote(target), SUMMARIZING_NOTICE)
+
+        return WhenSlow(notify, self._settings.sessions.summarizing_notice_seconds)
 
     async def _interrupted(self, key: str, session: AgentSession, pending: list[PendingItem]) -> _Outcome:
         reason = self._cancel_reason.pop(key, "stop")
@@ -493,6 +537,7 @@ class Gateway:
                 is_admin=self._auth.is_admin(item.platform, user_id),
                 tool_tokens=self._tool_tokens,
                 clock=self._clock,
+                tasks=self._tasks,
             )
             text = await run_command(ctx, command)
         await self._replies.answer_command(session.id, item, text)

@@ -9,7 +9,6 @@ appended while the summarizer ran.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -55,6 +54,14 @@ class CompactionOps(Repo):
             if row is None:
                 raise NotFound(f"session {session_id} has no compaction to restore")
             cid, now = row["id"], utcnow()
+            kept = await s.scalar(select(func.count()).where(messages.c.compaction_id == cid))
+            if int(kept or 0) < int(row["messages_archived"]):
+                # Retention deleted what it archived: undoing it would retire the summary that
+                # is all that is left of them.
+                raise NotFound(
+                    f"the latest compaction of session {session_id} cannot be undone: "
+                    "messages it archived were deleted (retention policy)"
+                )
             await s.execute(
                 update(messages)
                 .where(messages.c.compaction_id == cid)
@@ -113,7 +120,10 @@ async def _insert_products(
                 messages.c.session_id == session_id, messages.c.seq == seq
             )
         )
-        message = replace(insertion.message, content=clean_json(insertion.message.content))
+        # A product is a new row: a platform message id belongs to the original alone.
+        message = replace(
+            insertion.message, content=clean_json(insertion.message.content), platform_message_id=None
+        )
         new_id = await s.scalar(
             insert(messages)
             .values(**row_values(session_id, message), seq=seq, sub_seq=sub_seq, produced_by=cid)
@@ -137,7 +147,7 @@ async def _apply(s: AsyncSession, session_id: str, plan: CompactionPlan) -> Comp
     )
     archived_seqs = [int(named[i]["seq"]) for i in archive_ids]
     values: dict[str, Any] = {
-        "id": uuid.uuid4().hex,
+        "id": plan.compaction_id,
         "session_id": session_id,
         "number": number,
         "trigger": plan.trigger,

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     Float,
@@ -261,6 +262,29 @@ class AuditRow(Base):
     user_id: Mapped[str | None] = mapped_column(String(128))
     detail: Mapped[str] = mapped_column(Text, server_default=sql_text("''"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Admin actions (0006_admin): who did it, to which session, and what it changed.
+    actor: Mapped[str | None] = mapped_column(String(255))
+    session_id: Mapped[str | None] = mapped_column(String(32))
+    counts: Mapped[dict[str, Any] | None] = mapped_column(Json)
+
+
+class UsageDailyRow(Base):
+    """Usage and cost per session and UTC day, kept with each call: what the admin's cost views read."""
+
+    __tablename__ = "usage_daily"
+
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True)
+    day: Mapped[str] = mapped_column(String(10), primary_key=True, index=True)
+    calls: Mapped[int] = mapped_column(Integer)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    cache_write_tokens: Mapped[int] = mapped_column(BigInteger)
+    cache_read_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    cost_usd: Mapped[float] = mapped_column(Float)
+
+
+# Erasing a user's data finds their messages by author (0006_admin).
+Index("ix_messages_author_id", MessageRow.author_id)
 
 
 sessions: Table = Base.metadata.tables["sessions"]
@@ -271,3 +295,76 @@ inbox: Table = Base.metadata.tables["inbox"]
 outbox: Table = Base.metadata.tables["outbox"]
 memories: Table = Base.metadata.tables["memories"]
 audit: Table = Base.metadata.tables["audit"]
+usage_daily: Table = Base.metadata.tables["usage_daily"]
+
+
+class LeaseRow(Base):
+    """A named lease: at most one live owner per name (scheduled jobs, later leader election).
+
+    ``generation`` grows by one each time the lease changes hands: a fencing token.
+    """
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128))
+    generation: Mapped[int] = mapped_column(Integer)
+    acquired_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    renewed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class SchedulerJobRow(Base):
+    """One scheduled job across the cluster: when it is next due and how its last run went."""
+
+    __tablename__ = "scheduler_jobs"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    schedule: Mapped[str] = mapped_column(String(255), server_default=sql_text("''"))
+    next_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_status: Mapped[str | None] = mapped_column(String(16))
+    last_owner: Mapped[str | None] = mapped_column(String(128))
+    last_result: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    last_duration_ms: Mapped[int | None] = mapped_column(Integer)
+    runs: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    failures: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+
+    __table_args__ = (CheckConstraint("last_status IN ('running', 'ok', 'failed')", name="last_status"),)
+
+
+class ScheduledTaskRow(Base):
+    """A reminder or recurring task the agent set for one chat (``session_key``), and only that chat."""
+
+    __tablename__ = "scheduled_tasks"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    session_key: Mapped[str] = mapped_column(String(255))
+    platform: Mapped[str] = mapped_column(String(32))
+    chat_id: Mapped[str] = mapped_column(String(128))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    session_id: Mapped[str | None] = mapped_column(String(32))
+    prompt: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(8))
+    spec: Mapped[str] = mapped_column(String(255))
+    timezone: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), server_default=sql_text("'active'"))
+    next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    runs: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_scheduled_tasks_status_next_run_at", "status", "next_run_at"),
+        Index("ix_scheduled_tasks_session_key_status", "session_key", "status"),
+        CheckConstraint("kind IN ('at', 'cron', 'every')", name="kind"),
+        CheckConstraint("status IN ('active', 'done', 'cancelled')", name="status"),
+    )
+
+
+leases: Table = Base.metadata.tables["leases"]
+scheduler_jobs: Table = Base.metadata.tables["scheduler_jobs"]
+scheduled_tasks: Table = Base.metadata.tables["scheduled_tasks"]

@@ -9,18 +9,44 @@ from __future__ import annotations
 
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
+from gateway.store.audit_ops import AuditOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.dead_letter_ops import DeadLetterOps
+from gateway.store.erase_ops import EraseOps
+from gateway.store.export_ops import ExportOps
+from gateway.store.find_ops import FindOps
+from gateway.store.idle_ops import IdleOps
+from gateway.store.job_ops import JobOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
 from gateway.store.queue_ops import QueueOps
+from gateway.store.retention_ops import RetentionOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
+from gateway.store.task_ops import TaskOps
+from gateway.store.upkeep_ops import UpkeepOps
 from gateway.store.usage_ops import UsageOps
 
 
 class Store(
-    SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps, DeadLetterOps
+    SessionOps,
+    MessageOps,
+    CompactionOps,
+    SearchOps,
+    QueueOps,
+    MemoryOps,
+    UsageOps,
+    AdminOps,
+    FindOps,
+    AuditOps,
+    EraseOps,
+    ExportOps,
+    JobOps,
+    IdleOps,
+    TaskOps,
+    UpkeepOps,
+    RetentionOps,
+    DeadLetterOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 
