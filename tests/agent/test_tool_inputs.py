@@ -1,6 +1,6 @@
 """Every tool validates its input against the real SQL store (both engines): ids and offsets past
 64 bits, lone surrogates, NUL, paths that outgrow their column after normalization. A bad input is
-an error result the model can read, never an exception; plus a fuzz suite over all three tools."""
+an error result the model can read, never an exception; plus a fuzz suite over every tool."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.tools import ToolContext, default_registry
+from agent.tools.schedule import ScheduleTool
 from agent.types import AgentSession, ChatMessage
+from gateway.config import TaskSettings
 from gateway.store.db import Database
 from gateway.store.repository import Store
+from gateway.tasks import TaskBook
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -99,17 +102,33 @@ WILD_STRING = st.one_of(
 )
 WILD_INT = st.one_of(st.integers(-(2**65), 2**65), st.sampled_from([0, 1, -1, 2**63 - 1, 2**63, -(2**63)]))
 WILD_VALUE = st.one_of(WILD_STRING, WILD_INT, st.booleans(), st.none(), st.lists(WILD_INT, max_size=3))
-KEYS = ["query", "limit", "offset", "compaction_id", "from_id", "to_id", "command", "path", "file_text",
-        "old_str", "new_str", "insert_line", "insert_text", "old_path", "new_path", "view_range"]  # fmt: skip
+KEYS = [
+    *["action", "prompt", "at", "cron", "every_seconds", "timezone", "id"],
+    *["query", "limit", "offset", "compaction_id", "from_id", "to_id"],
+    *[
+        "command",
+        "path",
+        "file_text",
+        "old_str",
+        "new_str",
+        "insert_line",
+        "insert_text",
+        "old_path",
+        "new_path",
+    ],
+    "view_range",
+]
 COMMANDS = st.sampled_from(["view", "create", "str_replace", "insert", "delete", "rename", "other"])
 
 
 @st.composite
 def tool_call(draw: st.DrawFn) -> tuple[str, Any]:
-    tool = draw(st.sampled_from(["session_search", "recall", "memory"]))
+    tool = draw(st.sampled_from(["session_search", "recall", "memory", "schedule"]))
     tool_input: dict[str, Any] = draw(st.dictionaries(st.sampled_from(KEYS), WILD_VALUE, max_size=5))
     if tool == "memory" and draw(st.booleans()):
         tool_input["command"] = draw(COMMANDS)
+    if tool == "schedule" and draw(st.booleans()):
+        tool_input["action"] = draw(st.sampled_from(["create", "list", "cancel", "other"]))
     if tool == "session_search" and draw(st.booleans()):
         tool_input["query"] = draw(WILD_STRING)
     return tool, draw(st.one_of(st.just(tool_input), WILD_VALUE)) if draw(
@@ -120,6 +139,7 @@ def tool_call(draw: st.DrawFn) -> tuple[str, Any]:
 async def fuzz(store: Store, calls: list[tuple[str, Any]]) -> None:
     ctx = await context(store)
     registry = default_registry()
+    registry.register(ScheduleTool(TaskBook(store, TaskSettings(), timezone="UTC")))
     for tool, tool_input in calls:
         output = await registry.dispatch(ctx, tool, tool_input)  # never raises
         assert isinstance(output.text, str) and output.text
