@@ -67,6 +67,12 @@ class DiscordSettings(BaseModel):
     ambient: bool = True
     shard_ids: list[int] | None = None
     shard_count: int | None = None
+    slash_commands: bool = True
+    command_guild_ids: list[int] | None = None
+    """Register the slash commands in these guilds only (they appear at once: for development);
+    unset registers them globally."""
+    interaction_defer_seconds: float = Field(2.0, gt=0, lt=3.0)
+    """An interaction not answered by then is acknowledged ("thinking...") and answered later."""
 
 
 class SessionSettings(BaseModel):

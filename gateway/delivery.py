@@ -150,7 +150,7 @@ class Delivery:
         sent = self._progress.setdefault(row.id, [])
         try:
             for index in range(len(sent), len(parts)):
-                part_target = target if index == 0 else _without_reply(target)
+                part_target = target if index == 0 else adapter.continuation(target)
                 ids = await adapter.send(part_target, parts[index])
                 sent.append(",".join(ids))
         except AdapterError as exc:
@@ -207,7 +207,3 @@ class Delivery:
                 await adapter.send(target, part)
         except AdapterError as exc:
             _log.info("direct send failed: %s", exc, extra={"platform": target.platform})
-
-
-def _without_reply(target: OutboundTarget) -> OutboundTarget:
-    return OutboundTarget(target.platform, target.chat_id, target.thread_id, None)

@@ -25,6 +25,7 @@ from agent.offline import OfflineProvider
 from agent.provider import LLMProvider
 from agent.tokens import estimate_text_tokens, model_info
 from agent.tools import ToolRegistry, default_registry
+from gateway.commands import command_specs
 from gateway.config import Settings
 from gateway.delivery import Delivery
 from gateway.dispatch import Gateway
@@ -95,6 +96,7 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
                     api_base=settings.discord_api_base,
                     gateway_url=settings.discord_gateway_url,
                     settings=settings.discord,
+                    commands=command_specs(),
                 )
             )
         else:

@@ -62,6 +62,24 @@ class OutboundTarget:
     reply_to_message_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A chat command as a platform may offer it natively (Discord application commands).
+
+    ``argument`` names the one free-text option (``/compact [focus]``); ``private`` answers go
+    only to the caller where the platform can do that; ``slow`` ones may take longer than a
+    platform's answer window (they are acknowledged first and answered after).
+    """
+
+    name: str
+    description: str
+    argument: str | None = None
+    argument_description: str = ""
+    argument_required: bool = False
+    private: bool = False
+    slow: bool = False
+
+
 InboundHandler = Callable[[InboundMessage], Awaitable[None]]
 """The gateway's intake: returns once the message is committed to SQL (an adapter may
 acknowledge the update to its platform only after this returns)."""
@@ -100,3 +118,7 @@ class PlatformAdapter(ABC):
     def measure(self, text: str) -> int:
         """The length of ``text`` as the platform counts it (code points by default)."""
         return len(text)
+
+    def continuation(self, target: OutboundTarget) -> OutboundTarget:
+        """Where the second and later parts of a long reply go: the same place, not quoting again."""
+        return OutboundTarget(target.platform, target.chat_id, target.thread_id, None)

@@ -32,6 +32,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from tests.fakes import discord_wire as wire
+from tests.fakes.discord_interactions import InteractionDesk
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MAX_CONTENT = 2000
@@ -136,6 +137,7 @@ class FakeDiscord:
         self._session_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.slash = InteractionDesk(self)
         for guild_id, channel_ids in self.guilds.items():
             for position, channel_id in enumerate(channel_ids):
                 self._channels[channel_id] = wire.text_channel(channel_id, guild_id, position)
@@ -306,11 +308,15 @@ class FakeDiscord:
         path = "/" + request.match_info["path"]
         method = request.method
         found = next(((t, m) for meth, rx, t in _ROUTES if meth == method and (m := rx.match(path))), None)
-        if request.headers.get("Authorization") != f"Bot {self.token}":
+        authorized = request.headers.get("Authorization") == f"Bot {self.token}"
+        if not authorized and self.slash.needs_bot_auth(path):
             return self._record(
                 method, path, wire.json_response({"message": "401: Unauthorized", "code": 0}, 401)
             )
         if found is None:
+            answered = await self.slash.handle(method, path, request)
+            if answered is not None:
+                return self._record(method, path, answered)
             return self._record(
                 method, path, wire.json_response({"message": "404: Not Found", "code": 0}, 404)
             )
@@ -507,6 +513,10 @@ class FakeDiscord:
         self._channels[thread_id] = thread
         self.dispatch("THREAD_CREATE", {**thread, "newly_created": True}, guild_id=guild_id)
         return thread_id
+
+    def channel_payload(self, channel_id: int, user: dict[str, Any]) -> dict[str, Any]:
+        """The channel object of ``channel_id`` (a DM with ``user`` when it is not known yet)."""
+        return self._channels.setdefault(channel_id, wire.dm_channel(channel_id, user))
 
     def _last_bot_message(self, channel_id: int, guild_id: int | None) -> dict[str, Any]:
         for sent in reversed(self.sent):
