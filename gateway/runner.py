@@ -14,8 +14,10 @@ import contextlib
 import json
 import logging
 import signal
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent.compressor import ContextCompressor
 from agent.errors import ConfigError
@@ -102,6 +104,16 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
         else:
             raise ConfigError(f"--platform: unknown platform {name!r}; choose console, telegram or discord")
     return adapters
+
+
+def chats_on_this_terminal(settings: Settings, platforms: Sequence[str] | None, stdin: Any = None) -> bool:
+    """True when the console will run as an interactive chat (a person types on this terminal)."""
+    stream = stdin if stdin is not None else sys.stdin
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        return False
+    if platforms:
+        return "console" in platforms
+    return settings.telegram_bot_token is None and settings.discord_bot_token is None
 
 
 def context_window_for(settings: Settings, model: str) -> int:
@@ -230,7 +242,9 @@ async def run_service(
     service = await Service.build(settings, adapters, lease_seconds=lease_seconds)
     console = next((a for a in adapters if isinstance(a, ConsoleAdapter)), None)
     if service.provider.name == "offline":
-        _log.warning(OFFLINE_BANNER)
+        # On the chat terminal the console shows the banner itself: the log line goes to the file.
+        chatting = console is not None and console.interactive
+        _log.log(logging.INFO if chatting else logging.WARNING, OFFLINE_BANNER)
         if console is not None:
             console.announce(OFFLINE_BANNER)
 

@@ -22,10 +22,10 @@ import uuid
 from typing import TextIO
 
 from rich.console import Console
-from rich.markdown import Markdown
 
 from agent.errors import AdapterError
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.platforms.console_render import renderable
 
 _log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class ConsoleAdapter(PlatformAdapter):
         if not self._started:
             raise AdapterError("the console adapter is not started")
         if self._rich is not None:
-            self._rich.print(Markdown(text))
+            self._rich.print(renderable(text))
             self._rich.print()
         else:
             self._stdout.write(text + "\n")

@@ -55,3 +55,36 @@ def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) ->
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_the_chat_terminal_shows_no_log_records_which_go_to_the_log_file_instead(tmp_path: Path) -> None:
+    env = clean_env()
+    env.update({"HYGIEIA_DATA_DIR": str(tmp_path), "COLUMNS": "120", "TERM": "xterm"})
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "run"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,  # what a person sees: both streams on the one terminal
+        env=env,
+        close_fds=True,
+    )
+    os.close(slave)
+    seen = bytearray()
+    try:
+        assert _read_until(master, b"Ctrl-D to leave", seen), seen.decode(errors="replace")
+        os.write(master, b"/context\n")
+        assert _read_until(master, b"free", seen), seen.decode(errors="replace")
+        os.write(master, b"\x04")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    screen = seen.decode(errors="replace")
+    assert "hygieia is running" not in screen and '{"ts"' not in screen
+    assert "│ history │" in screen and "│ free    │" in screen, screen  # /context drawn as a table
+    assert "```" not in screen
+    log = (tmp_path / "logs" / "hygieia.log").read_text()
+    assert "hygieia is running" in log and "OFFLINE MODE" in log
