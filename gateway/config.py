@@ -90,6 +90,18 @@ class SessionSettings(BaseModel):
     turn_grace_seconds: float = Field(30.0, ge=0)
 
 
+class DeliverySettings(BaseModel):
+    """Keys under ``delivery:``: how replies are shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    streaming: bool = True
+    """Show replies while they are written (Telegram, Discord, the interactive console); a piped
+    console never streams."""
+    edit_interval_seconds: float = Field(1.0, ge=0.2, le=10.0)
+    """At most one edit of a streamed reply per chat this often (platform rate limits)."""
+
+
 class AdminSettings(BaseModel):
     """Keys under ``admin:``."""
 
@@ -148,6 +160,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
+    delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
     _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(_split_csv)

@@ -100,6 +100,10 @@ class Delivery:
         except TimeoutError:
             _log.warning("delivery did not finish within %.1fs; pending replies stay in the outbox", within)
 
+    def adapter(self, platform: str) -> PlatformAdapter | None:
+        """The running adapter of ``platform`` (streamed replies talk to it directly)."""
+        return self._adapters.get(platform)
+
     def notify(self) -> None:
         """A new row is due: deliver it now rather than at the next poll."""
         self._wake.set()

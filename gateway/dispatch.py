@@ -48,6 +48,7 @@ from gateway.replies import PendingItem, Replies, is_final_reply, reply_target, 
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
+from gateway.streaming import INTERRUPTED_NOTE, STOPPED_NOTE, Streams
 
 _log = logging.getLogger(__name__)
 
@@ -99,6 +100,7 @@ class Gateway:
         self._engine = engine
         self._delivery = delivery
         self._replies = Replies(store, delivery)
+        self.streams = Streams(store, delivery.adapter, settings.delivery)
         self._directory = directory
         self._auth = Authorizer(settings)
         self._locks = SessionLocks()
@@ -413,8 +415,9 @@ class Gateway:
         notice = report.notice() if self._settings.sessions.hygiene_notice else None
         if notice:
             await self._replies.notice(session.id, without_quote(target), notice)
+        live = self.streams.open(session.id, target)
         turn: asyncio.Task[TurnResult] = asyncio.create_task(
-            self._agent.run_turn(session, history=report.messages)
+            self._agent.run_turn(session, history=report.messages, listener=live)
         )
         self._turns[key] = turn
         typing = asyncio.create_task(self._replies.keep_typing(target))
@@ -422,18 +425,26 @@ class Gateway:
             await asyncio.wait({turn})
         except asyncio.CancelledError:
             turn.cancel()
+            if live is not None:
+                live.detach()  # its stream stays open: the next start marks it interrupted
             raise
         finally:
             self._turns.pop(key, None)
             typing.cancel()
         if turn.cancelled():
+            if live is not None:
+                stopped = self._cancel_reason.get(key, "stop") == "stop"
+                await live.abandon(STOPPED_NOTE if stopped else INTERRUPTED_NOTE)
             return await self._interrupted(key, session, pending)
         exc = turn.exception()
         if exc is None:
             self._retries.pop(key, None)
             text, message_id = _reply_of(turn.result())
-            await self._replies.reply(session.id, pending, target, text, message_id)
+            if live is None or not await self.streams.deliver(live, pending, text, message_id):
+                await self._replies.reply(session.id, pending, target, text, message_id)
             return _Outcome.DONE
+        if live is not None:
+            await live.abandon(INTERRUPTED_NOTE)
         return await self._failed(key, session, pending, target, exc)
 
     async def _interrupted(self, key: str, session: AgentSession, pending: list[PendingItem]) -> _Outcome:

@@ -213,6 +213,7 @@ class Service:
         await self.gateway.start()
         for adapter in self.adapters:
             await adapter.start(self.gateway.intake)
+        await self.gateway.streams.recover()
         await self.scheduler.start()
         _log.info(
             "hygieia is running",

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from agent.errors import AdapterError
+
 ChatType = Literal["dm", "group", "channel"]
 TextFormat = Literal["plain", "markdown", "html"]
 
@@ -118,6 +120,24 @@ class PlatformAdapter(ABC):
     def measure(self, text: str) -> int:
         """The length of ``text`` as the platform counts it (code points by default)."""
         return len(text)
+
+    streams: bool = False
+    """Can show a reply while it is written: :meth:`stream_send` one message, then :meth:`edit` it."""
+
+    async def stream_send(self, target: OutboundTarget, text: str) -> str:
+        """Post one message of a streamed reply (``text`` fits the limit); returns its id."""
+        ids = await self.send(target, text)
+        if not ids:
+            raise AdapterError(f"{self.name}: nothing was posted")
+        return ids[0]
+
+    async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
+        """Replace the text of one of our messages (``text`` fits the limit)."""
+        raise AdapterError(f"{self.name} cannot edit messages")
+
+    async def stream_end(self, target: OutboundTarget) -> None:
+        """The streamed reply to ``target`` is complete (nothing more will be edited)."""
+        return None
 
     def continuation(self, target: OutboundTarget) -> OutboundTarget:
         """Where the second and later parts of a long reply go: the same place, not quoting again."""

@@ -53,6 +53,7 @@ class DiscordAdapter(PlatformAdapter):
     name = PLATFORM
     text_limit = 2000
     text_format = "markdown"
+    streams = True
 
     def __init__(
         self,
@@ -336,6 +337,18 @@ class DiscordAdapter(PlatformAdapter):
         for index, part in enumerate(parts):  # only the first part is a reply
             ids.append(await _post(channel, channel_id, part, reference if index == 0 else None))
         return ids
+
+    async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
+        """PATCH the message's content (a streamed reply growing, or its final text)."""
+        client = self._require_client()
+        channel_id = int(target.thread_id or target.chat_id)
+        message = client.get_partial_messageable(channel_id).get_partial_message(int(message_id))
+        try:
+            await message.edit(content=text, allowed_mentions=_MENTIONS)
+        except discord.NotFound as exc:
+            raise AdapterError(f"Discord: message {message_id} to edit is gone: {exc.text}") from exc
+        except _SEND_ERRORS as exc:
+            raise AdapterError(f"Discord edit failed: {exc}") from exc
 
     def _parts(self, text: str) -> list[str]:
         if self.measure(text) <= self.text_limit:

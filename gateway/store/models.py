@@ -261,6 +261,32 @@ class AuditRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class StreamRow(Base):
+    """A reply being shown while it is written (edited in place): what each platform message shows.
+
+    Open while the turn runs; closed when the finished reply is recorded in the outbox (as sent,
+    with these message ids) or when the stream is given up. An open row found on start is a
+    stream a crash cut short: its last message is edited to say so.
+    """
+
+    __tablename__ = "streams"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"))
+    target: Mapped[dict[str, Any]] = mapped_column(Json)
+    message_ids: Mapped[list[str] | None] = mapped_column(Json)
+    shown: Mapped[list[str] | None] = mapped_column(Json)
+    status: Mapped[str] = mapped_column(String(16), server_default=sql_text("'open'"))
+    outbox_id: Mapped[int | None] = mapped_column(BigId)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_streams_status", "status"),
+        CheckConstraint("status IN ('open', 'done', 'interrupted')", name="status"),
+    )
+
+
 sessions: Table = Base.metadata.tables["sessions"]
 compactions: Table = Base.metadata.tables["compactions"]
 messages: Table = Base.metadata.tables["messages"]
@@ -269,3 +295,4 @@ inbox: Table = Base.metadata.tables["inbox"]
 outbox: Table = Base.metadata.tables["outbox"]
 memories: Table = Base.metadata.tables["memories"]
 audit: Table = Base.metadata.tables["audit"]
+streams: Table = Base.metadata.tables["streams"]

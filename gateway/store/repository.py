@@ -15,10 +15,13 @@ from gateway.store.message_ops import MessageOps
 from gateway.store.queue_ops import QueueOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
+from gateway.store.stream_ops import StreamOps
 from gateway.store.usage_ops import UsageOps
 
 
-class Store(SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps):
+class Store(
+    SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps, StreamOps
+):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 
 

@@ -48,6 +48,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
         ("GET", r"^/gateway/bot$", "/gateway/bot"),
         ("GET", r"^/channels/(\d+)$", "/channels/{id}"),
         ("POST", r"^/channels/(\d+)/messages$", "/channels/{id}/messages"),
+        ("PATCH", r"^/channels/(\d+)/messages/(\d+)$", "/channels/{id}/messages/{message_id}"),
         ("POST", r"^/channels/(\d+)/typing$", "/channels/{id}/typing"),
     )
 )
@@ -71,6 +72,16 @@ class SentMessage:
     message_reference: dict[str, Any] | None
     message_id: int
     payload: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Edit:
+    """One edit of a bot message (PATCH), with when it happened."""
+
+    channel_id: int
+    message_id: int
+    content: str
+    at: float
 
 
 @dataclass(slots=True)
@@ -121,6 +132,7 @@ class FakeDiscord:
         self.sent: list[SentMessage] = []
         self.requests: list[ApiCall] = []
         self.typing: list[int] = []
+        self.edits: list[Edit] = []
         self.identify_count = 0
         self.resume_count = 0
         self.heartbeats = 0
@@ -354,6 +366,9 @@ class FakeDiscord:
         if template == "/channels/{id}/typing":
             self.typing.append(channel_id)
             return web.Response(status=204)
+        if method == "PATCH":
+            message_id = int(request.match_info["path"].rsplit("/", 1)[1])
+            return await self._edit_message(channel, message_id, await request.json())
         return await self._create_message(channel, await request.json())
 
     async def _create_message(self, channel: dict[str, Any], body: dict[str, Any]) -> web.Response:
@@ -386,6 +401,43 @@ class FakeDiscord:
             "MESSAGE_CREATE", msg, guild_id=None if guild is None else int(guild)
         )  # as Discord echoes it
         return wire.json_response(msg)
+
+    async def _edit_message(
+        self, channel: dict[str, Any], message_id: int, body: dict[str, Any]
+    ) -> web.Response:
+        """PATCH /channels/{id}/messages/{id}: only the bot's own messages, within the content limit."""
+        msg = self._messages.get(message_id)
+        if msg is None or msg["channel_id"] != channel["id"]:
+            return wire.json_response({"message": "Unknown Message", "code": 10008}, 404)
+        if msg["author"]["id"] != self.bot_user["id"]:
+            return wire.json_response(
+                {"message": "Cannot edit a message authored by another user", "code": 50005}, 403
+            )
+        content = body.get("content")
+        if content is not None:
+            if not str(content).strip() and not msg.get("embeds"):
+                return wire.json_response({"message": "Cannot send an empty message", "code": 50006}, 400)
+            if len(str(content)) > MAX_CONTENT:
+                error = {
+                    "code": "BASE_TYPE_MAX_LENGTH",
+                    "message": f"Must be {MAX_CONTENT} or fewer in length.",
+                }
+                return wire.invalid_form("content", error)
+            msg["content"] = str(content)
+        msg["edited_timestamp"] = wire.iso_now()
+        for sent in self.sent:  # ``sent`` shows what the user sees now
+            if sent.message_id == message_id:
+                sent.content = msg["content"]
+        async with self._sent_changed:
+            self.edits.append(Edit(int(channel["id"]), message_id, msg["content"], time.monotonic()))
+            self._sent_changed.notify_all()
+        guild = channel.get("guild_id")
+        self.dispatch("MESSAGE_UPDATE", msg, guild_id=None if guild is None else int(guild))
+        return wire.json_response(msg)
+
+    def current_text(self, message_id: int) -> str:
+        """What a message shows now (after the bot's edits)."""
+        return str(self._messages[message_id]["content"])
 
     def _take_failure(self, key: str) -> _Failure | None:
         queue = self._failures.get(key)

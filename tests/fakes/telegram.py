@@ -77,6 +77,7 @@ class FakeTelegram:
         self.sent: list[SentMessage] = []
         self.requests: list[ApiCall] = []
         self.actions: list[dict[str, Any]] = []
+        self.edits: list[tuple[int | str, int, str, float]] = []  # (chat, message id, plain text, when)
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
         self.acked_offset = 0
@@ -402,11 +403,27 @@ class FakeTelegram:
         message = self._messages.get(key)
         if message is None:
             raise ApiError(400, "Bad Request: message to edit not found")
+        if message.get("from", {}).get("id") != self.bot_user["id"]:
+            raise ApiError(400, "Bad Request: message can't be edited")
         plain, entities = self._render(str(params.get("text", "")), params.get("parse_mode"))
-        if plain == message.get("text"):
-            raise ApiError(400, "Bad Request: message is not modified")
+        if plain == message.get("text") and entities == message.get("entities", []):
+            raise ApiError(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply markup "
+                "are exactly the same as a current content and reply markup of the message",
+            )
+        self._check_flood(key[0])
         message.update(text=plain, entities=entities, edit_date=int(time.time()))
+        self.edits.append((key[0], key[1], plain, time.monotonic()))
+        for sent in self.sent:  # ``sent`` shows what the user sees now
+            if (sent.chat_id, sent.message_id) == key:
+                sent.text, sent.plain_text, sent.entities = str(params.get("text", "")), plain, entities
+                sent.parse_mode = params.get("parse_mode")
         return message
+
+    def message_text(self, chat_id: int | str, message_id: int) -> str:
+        """What one of the chat's messages shows now (after edits), as plain text."""
+        return str(self._messages[(chat_id, message_id)]["text"])
 
     async def _m_sendchataction(self, params: dict[str, Any]) -> Any:
         self.actions.append(params)
