@@ -39,6 +39,7 @@ ALIASES = {"start": "help"}
 IMMEDIATE = frozenset({"stop"})
 ARGUMENTS: dict[str, tuple[str, str, bool]] = {
     "compact": ("focus", "what the summary should keep in particular", False),
+    "cancel": ("id", "the reminder to cancel (its id from /tasks)", True),  # used once /cancel exists
 }
 """Commands that take an argument: (option name, description, required), for native command menus."""
 PRIVATE = frozenset({"context", "usage", "status", "help"})

@@ -102,6 +102,22 @@ class DeliverySettings(BaseModel):
     """At most one edit of a streamed reply per chat this often (platform rate limits)."""
 
 
+class MediaSettings(BaseModel):
+    """Keys under ``media:``: pictures and PDFs the model is shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    max_download_bytes: int = Field(20_000_000, ge=1)
+    """Files larger than this are not fetched (Telegram's bots cannot fetch more than 20 MB)."""
+    max_images_per_message: int = Field(5, ge=0, le=20)
+    max_session_images: int = Field(20, ge=0, le=100)
+    """Pictures in a conversation's active part; older ones are summarized away by compaction."""
+    max_image_edge: int = Field(1568, ge=200, le=8000)
+    max_pdf_pages: int = Field(100, ge=1, le=100)
+    max_pdf_text_chars: int = Field(100_000, ge=1000)
+
+
 class AdminSettings(BaseModel):
     """Keys under ``admin:``."""
 
@@ -161,6 +177,7 @@ class Settings(BaseSettings):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
+    media: MediaSettings = Field(default_factory=MediaSettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
 
     _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(_split_csv)

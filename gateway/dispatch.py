@@ -43,6 +43,7 @@ from gateway.inbound import (
     truncation_note,
     user_message,
 )
+from gateway.media_loader import MediaLoader, media_notice
 from gateway.platforms.base import InboundMessage, OutboundTarget
 from gateway.replies import PendingItem, Replies, is_final_reply, reply_target, without_quote
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
@@ -101,6 +102,7 @@ class Gateway:
         self._delivery = delivery
         self._replies = Replies(store, delivery)
         self.streams = Streams(store, delivery.adapter, settings.delivery)
+        self._media = MediaLoader(store, delivery.adapter, settings.media)
         self._directory = directory
         self._auth = Authorizer(settings)
         self._locks = SessionLocks()
@@ -331,7 +333,12 @@ class Gateway:
         for item in items:
             if await self._applied_edit(session.id, item):
                 continue
-            message = await self._store.append_message(session.id, user_message(item))
+            built, unreadable = await self._media.message_for(session, item)
+            message = await self._store.append_message(session.id, built)
+            if unreadable and item.addressed and self._retries.get(key, 0) == 0:
+                await self._replies.notice(
+                    session.id, without_quote(reply_target(item)), media_notice(unreadable)
+                )
             if item.addressed:
                 addressed.append(PendingItem(item, message))
             else:

@@ -113,6 +113,10 @@ class PlatformAdapter(ABC):
     async def send(self, target: OutboundTarget, text: str) -> list[str]:
         """Send one message part (already within the limit); returns the platform message ids."""
 
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """The bytes of a file that came with a message (at most ``max_bytes``)."""
+        raise AdapterError(f"{self.name} cannot fetch files")
+
     async def send_typing(self, target: OutboundTarget) -> None:
         """Show a typing indicator where the platform has one."""
         return None

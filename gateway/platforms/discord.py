@@ -31,6 +31,7 @@ from agent.errors import AdapterError, ConfigError
 from gateway.config import DiscordSettings
 from gateway.platforms import discord_interactions as slash
 from gateway.platforms.base import (
+    Attachment,
     CommandSpec,
     InboundHandler,
     InboundMessage,
@@ -337,6 +338,19 @@ class DiscordAdapter(PlatformAdapter):
         for index, part in enumerate(parts):  # only the first part is a reply
             ids.append(await _post(channel, channel_id, part, reference if index == 0 else None))
         return ids
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """An attachment's bytes from its CDN URL (the file id of a Discord attachment)."""
+        client = self._require_client()
+        if not attachment.file_id:
+            raise AdapterError("Discord: the attachment has no URL")
+        try:
+            data: bytes = await client.http.get_from_cdn(attachment.file_id)
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            raise AdapterError(f"Discord: could not fetch the attachment: {exc}") from exc
+        if len(data) > max_bytes:
+            raise AdapterError(f"Discord: the attachment is larger than {max_bytes:,} bytes")
+        return data
 
     async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
         """PATCH the message's content (a streamed reply growing, or its final text)."""

@@ -31,7 +31,13 @@ from telegram.request import HTTPXRequest
 
 from agent.errors import AdapterError, ConfigError
 from gateway.config import TelegramSettings
-from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.platforms.base import (
+    Attachment,
+    InboundHandler,
+    InboundMessage,
+    OutboundTarget,
+    PlatformAdapter,
+)
 from gateway.platforms.telegram_format import to_telegram_html
 from gateway.platforms.telegram_inbound import PLATFORM, BotIdentity, DownloadLimits, to_inbound
 from gateway.splitter import split_message, utf16_len
@@ -357,6 +363,19 @@ class TelegramAdapter(PlatformAdapter):
         except TelegramError as exc:
             raise AdapterError(f"Telegram send failed: {exc}") from exc
         return sent
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """getFile, then the file endpoint (Bot API servers serve up to 20 MB)."""
+        app = self._require_app()
+        if not attachment.file_id:
+            raise AdapterError("Telegram: the attachment has no file id")
+        try:
+            file = await app.bot.get_file(attachment.file_id)
+            if file.file_size is not None and file.file_size > max_bytes:
+                raise AdapterError(f"Telegram: the file is larger than {max_bytes:,} bytes")
+            return bytes(await file.download_as_bytearray())
+        except TelegramError as exc:
+            raise AdapterError(f"Telegram: could not fetch the file: {exc}") from exc
 
     async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
         """editMessageText (HTML, else the plain original); "message is not modified" is no error."""

@@ -31,6 +31,7 @@ from agent.transcript import validate_wire
 from agent.types import content_text
 from tests.fakes.anthropic_cache import CacheUsage, PromptCache
 from tests.fakes.anthropic_cache import count_tokens as _count_tokens
+from tests.fakes.anthropic_media import media_problems
 from tests.fakes.anthropic_sse import Break, Pacing, generation_seconds, stream_response
 
 # The nine sections agent/prompts.py asks the summarizer for (it adds "Archived" itself).
@@ -184,7 +185,8 @@ def _problems(body: Any) -> list[str]:
             problems.append(f"tools.{index}.name: Field required")
     if not isinstance(body["messages"], list):
         return [*problems, "messages: must be a list"]
-    return problems + validate_wire(body["messages"], body.get("system"), body.get("tools"))
+    wire = validate_wire(body["messages"], body.get("system"), body.get("tools"))
+    return problems + wire + media_problems(body["messages"])
 
 
 class FakeAnthropic:

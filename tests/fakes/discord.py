@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import json
 import re
@@ -30,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import WSMsgType, web
+from PIL import Image, UnidentifiedImageError
 
 from tests.fakes import discord_wire as wire
 from tests.fakes.discord_interactions import InteractionDesk
@@ -591,6 +593,11 @@ class FakeDiscord:
         }
         if attachment.content_type is not None:
             data["content_type"] = attachment.content_type
+        try:  # Discord gives a picture's size
+            with Image.open(io.BytesIO(attachment.content)) as image:
+                data["width"], data["height"] = image.size
+        except (UnidentifiedImageError, OSError):
+            pass
         return data
 
 

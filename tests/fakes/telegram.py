@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import json
 import math
@@ -27,6 +28,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from PIL import Image, UnidentifiedImageError
 
 from tests.fakes.telegram_html import EntityParseError, parse_html, utf16_units
 from tests.fakes.telegram_wire import (
@@ -540,16 +542,33 @@ class FakeTelegram:
         return out
 
     def _register_photo(self, data: bytes) -> list[dict[str, Any]]:
+        """PhotoSize entries as Telegram makes them: JPEG renditions up to 90, 320, 800 and 1280 px
+        (never larger than the original); bytes that are no picture keep the old two fake sizes."""
+        try:
+            original = Image.open(io.BytesIO(data))
+            original.load()
+        except (UnidentifiedImageError, OSError):
+            renditions = [(90, 90, data[:64]), (1280, 1280, data)]
+        else:
+            renditions = []
+            for edge in (90, 320, 800, 1280):
+                copy = original.convert("RGB")
+                copy.thumbnail((edge, edge))
+                out = io.BytesIO()
+                copy.save(out, format="JPEG", quality=87)
+                renditions.append((copy.width, copy.height, out.getvalue()))
+                if max(original.size) <= edge:
+                    break
         sizes = []
-        for width, cut in ((90, 64), (1280, len(data))):
-            file_id, unique = self._register(FakeDocument("photo.jpg", data[:cut], "image/jpeg"), "photos")
+        for width, height, content in renditions:
+            file_id, unique = self._register(FakeDocument("photo.jpg", content, "image/jpeg"), "photos")
             sizes.append(
                 {
                     "file_id": file_id,
                     "file_unique_id": unique,
                     "width": width,
-                    "height": width,
-                    "file_size": min(cut, len(data)),
+                    "height": height,
+                    "file_size": len(content),
                 }
             )
         return sizes
