@@ -119,14 +119,18 @@ class LiveReply:
                 self._changed.clear()
                 await self._show(self.display)
 
-    async def _show(self, text: str) -> None:
+    async def _show(self, text: str, *, final: bool = False) -> None:
+        """Make the messages show ``text``. While the reply grows only the newest message is edited
+        (and new ones posted): earlier ones change only by their "(1/n)" numbering, which the
+        ``final`` pass sets right, so one flush is one edit however long the reply."""
         if not text.strip() or self._broken:
             return
         parts = split_message(text, self._adapter.text_limit, measure=self._adapter.measure)
         try:
             for index, part in enumerate(parts):
                 if index < len(self.ids):
-                    if self._shown[index] != part:
+                    settled = index < len(self.ids) - 1 and index < len(parts) - 1
+                    if self._shown[index] != part and (final or not settled):
                         await self._adapter.edit(self._target, self.ids[index], part)
                         self._shown[index] = part
                     continue
@@ -158,7 +162,7 @@ class LiveReply:
         if not self._broken:
             async with self._pacer.lock(self._target):
                 await self._pacer.wait_turn(self._target)
-                await self._show(text)
+                await self._show(text, final=True)
         if self._broken:
             await self._close()
             return None
@@ -176,7 +180,7 @@ class LiveReply:
             # What the model had written by then (more than the last edit showed), then the note.
             async with self._pacer.lock(self._target):
                 await self._pacer.wait_turn(self._target)
-                await self._show(f"{self.display.rstrip()}\n\n{note}")
+                await self._show(f"{self.display.rstrip()}\n\n{note}", final=True)
         await self._close()
         await self._end()
 

@@ -142,6 +142,10 @@ async def test_a_long_discord_reply_continues_in_new_messages_without_breaking_a
         row = await store.outbox_for_inbox(1)
     contents = [s.content for s in discord_fake.sent]
     assert len(contents) >= 2 and all(len(c) <= 2000 for c in contents)
+    # While it grows, one flush edits only the newest message; the last pass fixes the numbering.
+    growing = [e for e in discord_fake.edits if e.at < discord_fake.edits[-1].at - 0.05]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(growing)]
+    assert all(gap >= 0.25 for gap in gaps), gaps
     assert all(c.count("```") % 2 == 0 for c in contents)  # every part closes the fences it opens
     assert (
         row is not None
