@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
 from agent.types import SearchFilters, SearchHit
-from gateway.cli_common import open_store, out, print_json, run_async, settings_or_exit, when
+from gateway.cli_common import err, open_store, out, print_json, run_async, settings_or_exit, when
+from gateway.export import ExportFormatError, from_jsonl, render, to_jsonl, to_markdown
+from gateway.store.export_ops import SessionExport
 
-sessions_app = typer.Typer(help="Inspect conversations: list, show, search, restore.", no_args_is_help=True)
+sessions_app = typer.Typer(
+    help="Inspect conversations: list, show, search, restore, export, import.", no_args_is_help=True
+)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -205,3 +211,79 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
+
+
+@sessions_app.command("export")
+def export_session(
+    session_id: Annotated[str, typer.Argument(help="The session id (from `sessions list`).")],
+    fmt: Annotated[
+        str, typer.Option("--format", help="jsonl (imports back whole) or md (to read).")
+    ] = "jsonl",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+) -> None:
+    """Every message of a session, archived ones included, with its compactions marked."""
+    if fmt not in ("jsonl", "md"):
+        raise typer.BadParameter("choose jsonl or md", param_hint="--format")
+    settings = settings_or_exit()
+
+    async def fetch() -> SessionExport:
+        async with open_store(settings) as store:
+            return await store.export_session(session_id)
+
+    data = run_async(fetch)
+    if output is None:
+        typer.echo(render(data, fmt), nl=False)  # type: ignore[arg-type]
+        return
+    chunks = to_jsonl(data) if fmt == "jsonl" else iter([to_markdown(data)])
+    total = len(data.messages) + len(data.compactions) + 1 if fmt == "jsonl" else 1
+    with output.open("w", encoding="utf-8") as sink, _progress() as progress:
+        task = progress.add_task(f"Writing {output.name}", total=total)
+        for chunk in chunks:
+            sink.write(chunk)
+            progress.advance(task)
+    err.print(f"exported {len(data.messages)} messages of {data.session['key']} to {output}", highlight=False)
+
+
+@sessions_app.command("import")
+def import_session(
+    path: Annotated[Path, typer.Argument(help="A JSONL file from `sessions export --format jsonl`.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Load an exported session (JSONL) into this database, as it was: active view, archive, compactions."""
+    settings = settings_or_exit()
+    try:
+        with path.open(encoding="utf-8") as source:
+            data = from_jsonl(source)
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot read {path}: {exc.strerror or exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except ExportFormatError as exc:
+        err.print(f"[red]error:[/red] {path}: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+    async def load() -> str:
+        async with open_store(settings) as store:
+            return await store.import_session(data)
+
+    session_id = run_async(load)
+    if as_json:
+        print_json({"session_id": session_id, "messages": len(data.messages)})
+        return
+    out.print(
+        f"imported session {session_id} ({data.session['key']}): {len(data.messages)} messages, "
+        f"{len(data.compactions)} compaction(s)",
+        highlight=False,
+    )
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    )

@@ -7,22 +7,26 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from agent.errors import NotFound
 from agent.types import ChatMessage, CompactionRecord, SearchFilters, SearchHit
+from gateway.admin.errors import utc_time
 from gateway.store.admin_ops import ContextPoint
+from gateway.store.find_ops import SessionLabel, SessionQuery, SessionSort
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
 
 State = Literal["active", "archived", "all"]
+Order = Literal["asc", "desc"]
+SEARCH_SORTS: tuple[str, ...] = ("relevance",)
+"""The orders the store's search offers; the search page's ``sort`` select lists exactly these."""
 MAX_OFFSET = 1_000_000_000
 _SESSION_ID = re.compile(r"[\w.:-]{1,128}", re.ASCII)
 # A filter value: bounded, and without NUL (PostgreSQL refuses it in text parameters).
 Filter = Annotated[str | None, Query(max_length=256, pattern=r"^[^\x00]*$")]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
-AUDIT_EVENT = "admin_restore"
 
 
 def checked_id(session_id: str) -> str:
@@ -53,8 +57,40 @@ def compaction_json(c: CompactionRecord) -> dict[str, Any]:
     return dataclasses.asdict(c)
 
 
-def hit_json(h: SearchHit) -> dict[str, Any]:
-    return dataclasses.asdict(h)
+def hit_json(h: SearchHit, label: SessionLabel | None = None) -> dict[str, Any]:
+    """A hit with the key and platform of its session (what an operator recognises)."""
+    return {
+        **dataclasses.asdict(h),
+        "session_key": label.key if label else None,
+        "platform": label.platform if label else None,
+    }
+
+
+async def hits_json(store: Store, hits: list[SearchHit]) -> list[dict[str, Any]]:
+    labels = await store.session_labels([h.session_id for h in hits])
+    return [hit_json(h, labels.get(h.session_id)) for h in hits]
+
+
+def session_query(
+    platform: str | None,
+    chat: str | None,
+    user: str | None,
+    key: str | None,
+    since: datetime | None,
+    sort: SessionSort,
+    order: Order,
+    active_only: bool,
+) -> SessionQuery:
+    return SessionQuery(
+        platform=platform or None,
+        chat_id=chat or None,
+        user_id=user or None,
+        key=key or None,
+        active_since=utc_time(since, "since"),
+        include_ended=not active_only,
+        sort=sort,
+        descending=order == "desc",
+    )
 
 
 def context_json(
@@ -84,11 +120,22 @@ def api_router(store: Store) -> APIRouter:
 
     @router.get("/sessions")
     async def list_sessions(
-        platform: Filter = None, limit: Limit = 50, offset: Offset = 0, active_only: bool = False
+        response: Response,
+        platform: Filter = None,
+        chat: Filter = None,
+        user: Filter = None,
+        key: Filter = None,
+        since: datetime | None = None,
+        sort: SessionSort = "activity",
+        order: Order = "desc",
+        limit: Limit = 50,
+        offset: Offset = 0,
+        active_only: bool = False,
     ) -> list[dict[str, Any]]:
-        rows = await store.list_sessions(
-            limit=limit, offset=offset, platform=platform, include_ended=not active_only
-        )
+        """Sessions, filtered, sorted, paged; ``X-Total-Count`` says how many match in all."""
+        query = session_query(platform, chat, user, key, since, sort, order, active_only)
+        rows, total = await store.find_sessions(query, limit=limit, offset=offset)
+        response.headers["X-Total-Count"] = str(total)
         return [session_json(r) for r in rows]
 
     @router.get("/sessions/{session_id}")
@@ -124,11 +171,6 @@ def api_router(store: Store) -> APIRouter:
         calls = await store.context_series(info.id)
         return context_json(info.id, calls, await store.list_compactions(info.id))
 
-    @router.post("/sessions/{session_id}/restore")
-    async def restore(session_id: str) -> dict[str, Any]:
-        record = await restore_latest(store, checked_id(session_id))
-        return compaction_json(record)
-
     @router.get("/search")
     async def search(
         q: Annotated[str, Query(max_length=100_000)] = "",
@@ -151,16 +193,6 @@ def api_router(store: Store) -> APIRouter:
             until=utc(until),
             state=state,
         )
-        return [hit_json(h) for h in await store.search(q, filters, limit=limit, offset=offset)]
+        return await hits_json(store, await store.search(q, filters, limit=limit, offset=offset))
 
     return router
-
-
-async def restore_latest(store: Store, session_id: str) -> CompactionRecord:
-    """Undo the session's latest compaction, and say so in the audit trail."""
-    await store.get_session(session_id)  # NotFound for an unknown session, before anything changes
-    record = await store.restore_latest_compaction(session_id)
-    await store.audit(
-        AUDIT_EVENT, platform=None, user_id=None, detail=f"session {session_id} compaction {record.id}"
-    )
-    return record

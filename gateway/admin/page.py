@@ -7,14 +7,15 @@ Everything that came from a user, a model or the database goes through :func:`es
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html import escape
 from urllib.parse import urlencode
 
-from agent.types import ChatMessage, CompactionRecord, SearchHit
-from gateway.store.admin_ops import MessagePage
-from gateway.store.records import SessionInfo, SessionSummary, UsageSummary
+from agent.types import SearchHit
+from gateway.admin.charts import tokens_label
+from gateway.store.find_ops import SORTS as SESSION_SORTS
+from gateway.store.find_ops import SessionLabel, SessionListing
 
 MAX_SHOWN_CHARS = 20_000
 """A message longer than this is cut on the page (the API gives it whole)."""
@@ -38,6 +39,18 @@ mark{background:#ffeb3b}.context-chart{max-width:100%;height:auto;background:#fa
 .context-chart .drop{stroke:#d32f2f;stroke-width:2}.context-chart .restored .drop{stroke-dasharray:4 3}
 .context-chart .trigger{fill:#d32f2f;font-size:11px}.context-chart .axis{stroke:#999}
 .context-chart .tick{fill:#777;font-size:10px}
+form.filters{margin:8px 0 12px;display:flex;flex-wrap:wrap;gap:6px 10px;align-items:center}
+form.filters input[type=text]{width:120px}
+.notice{background:#e8f5e9;border:1px solid #a5d6a7;padding:6px 10px}
+.error{background:#ffebee;border:1px solid #ef9a9a;padding:6px 10px}.msg.target{outline:2px solid #f9a825}
+.actions{display:flex;gap:8px;flex-wrap:wrap;margin:10px 0}.actions form{margin:0}
+button.danger{background:#d32f2f;color:#fff;border:1px solid #b71c1c;padding:3px 10px}
+.hits .key{font-weight:600}.cards{display:flex;gap:12px;flex-wrap:wrap}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:120px}
+.card b{display:block;font-size:18px}
+.usage-chart{max-width:100%;height:auto;background:#fafafa;border:1px solid #eee}
+.usage-chart .bar{fill:#0b57d0}.usage-chart .ratio{stroke:#2e7d32;stroke-width:1.5;fill:none}
+.usage-chart .tick{fill:#777;font-size:10px}.usage-chart .axis{stroke:#999}
 """
 
 
@@ -62,16 +75,18 @@ def when(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M")
 
 
-def layout(title: str, body: str, *, query: str = "") -> str:
+def layout(title: str, body: str, *, query: str = "", notice: str = "") -> str:
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{esc(title)} · Hygieia admin</title><style>{CSS}</style></head><body>"
-        '<header><a href="/"><b>Hygieia admin</b></a><a href="/">sessions</a>'
+        '<header><a href="/"><b>Hygieia admin</b></a><a href="/">sessions</a><a href="/search">search</a>'
+        '<a href="/usage">usage</a><a href="/audit">audit</a><a href="/erase">erase a user</a>'
         '<form action="/search" method="get" role="search">'
         f'<input type="search" name="q" value="{esc(query)}" placeholder="search every message">'
         " <button>Search</button></form></header>"
-        f"<main>{body}</main></body></html>"
+        + (f'<p class="notice" role="status">{esc(notice)}</p>' if notice else "")
+        + f"<main>{body}</main></body></html>"
     )
 
 
@@ -80,34 +95,99 @@ def _link(path: str, **params: object) -> str:
     return path + ("?" + urlencode(kept) if kept else "")
 
 
+def _sort_header(name: str, label: str, params: dict[str, object], sort: str, order: str) -> str:
+    """A column title that sorts by it (again: the other way)."""
+    flip = "asc" if sort == name and order == "desc" else "desc"
+    arrow = (" ↓" if order == "desc" else " ↑") if sort == name else ""
+    href = _link("/", **{**params, "sort": name, "order": flip, "offset": None})
+    return f'<a href="{esc(href)}">{esc(label)}{arrow}</a>'
+
+
+def sessions_form(params: dict[str, object], sort: str, order: str) -> str:
+    """The filters of the sessions list (a GET form: the URL is the state, no script)."""
+
+    def field(name: str, label: str, kind: str = "text") -> str:
+        value = params.get(name)
+        return (
+            f'<label>{esc(label)} <input type="{kind}" name="{name}" '
+            f'value="{esc("" if value is None else value)}"></label> '
+        )
+
+    sorts = "".join(
+        f'<option value="{s}"{" selected" if s == sort else ""}>{s}</option>' for s in SESSION_SORTS
+    )
+    orders = "".join(
+        f'<option value="{o}"{" selected" if o == order else ""}>{o}</option>' for o in ("desc", "asc")
+    )
+    checked = " checked" if params.get("active_only") else ""
+    return (
+        '<form class="filters" action="/" method="get">'
+        + field("platform", "platform")
+        + field("chat", "chat id")
+        + field("user", "user id")
+        + field("key", "key contains")
+        + field("since", "active since (UTC)", "datetime-local")
+        + f'<label><input type="checkbox" name="active_only" value="true"{checked}> current only</label> '
+        + f'<label>sort <select name="sort">{sorts}</select></label> '
+        + f'<select name="order">{orders}</select> <button>Filter</button></form>'
+    )
+
+
 def sessions_page(
-    rows: Sequence[SessionSummary], *, platform: str | None, offset: int, limit: int, active_only: bool
+    rows: Sequence[SessionListing],
+    *,
+    total: int,
+    params: dict[str, object],
+    sort: str,
+    order: str,
+    offset: int,
+    limit: int,
+    notice: str = "",
 ) -> str:
-    """``/``: the sessions, most recently active first."""
-    head = "".join(
-        f'<th class="{"n" if n in ("active", "archived", "compactions") else ""}">{n}</th>'
-        for n in ("session", "platform", "active", "archived", "compactions", "last activity", "ended")
+    """``/``: the sessions, filtered and sorted, a page at a time."""
+    heads = [
+        _sort_header("activity", "last activity", params, sort, order),
+        _sort_header("size", "context", params, sort, order),
+        _sort_header("cost", "cost", params, sort, order),
+        _sort_header("compactions", "compactions", params, sort, order),
+    ]
+    head = (
+        "<th>session</th><th>platform</th><th>chat</th>"
+        f'<th class="n">active</th><th class="n">archived</th><th class="n">{heads[1]}</th>'
+        f'<th class="n">{heads[2]}</th><th class="n">{heads[3]}</th><th>{heads[0]}</th><th>ended</th>'
     )
     body_rows = []
     for r in rows:
         ended = f"{when(r.ended_at)} ({esc(r.end_reason or '')})" if r.ended_at else ""
+        size = tokens_label(r.last_prompt_tokens) if r.last_prompt_tokens is not None else "-"
         body_rows.append(
             f'<tr><td><a href="/sessions/{esc(r.id)}">{esc(r.key)}</a></td><td>{esc(r.platform)}</td>'
-            f'<td class="n">{r.active}</td><td class="n">{r.archived}</td><td class="n">{r.compactions}</td>'
-            f"<td>{when(r.last_activity_at)}</td><td>{ended}</td></tr>"
+            f'<td>{esc(r.chat_id)}</td><td class="n">{r.active}</td><td class="n">{r.archived}</td>'
+            f'<td class="n">{size}</td><td class="n">{money(r.cost_usd)}</td>'
+            f'<td class="n">{r.compactions}</td><td>{when(r.last_activity_at)}</td><td>{ended}</td></tr>'
         )
-    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body_rows)}</tbody></table>"
+    table = (
+        f'<table class="sessions"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table>'
+    )
     if not rows:
         table = '<p class="muted">No sessions.</p>'
+    shown = f"{offset + 1}–{offset + len(rows)} of {total}" if rows else f"0 of {total}"
     pager = _pager(
-        "/",
-        offset=offset,
-        limit=limit,
-        has_more=len(rows) == limit,
-        platform=platform,
-        active_only=active_only,
+        "/", offset=offset, limit=limit, has_more=offset + len(rows) < total, **params, sort=sort, order=order
     )
-    return layout("sessions", f"<h1>Sessions</h1>{table}{pager}")
+    return layout(
+        "sessions",
+        f'<h1>Sessions</h1>{sessions_form(params, sort, order)}<p class="muted">{shown}</p>{table}{pager}',
+        notice=notice,
+    )
+
+
+def money(usd: float) -> str:
+    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.4f}"
+
+
+def percent(ratio: float) -> str:
+    return f"{100 * ratio:.0f}%"
 
 
 def _pager(path: str, *, offset: int, limit: int, has_more: bool, **params: object) -> str:
@@ -119,152 +199,74 @@ def _pager(path: str, *, offset: int, limit: int, has_more: bool, **params: obje
     return f'<nav class="pager">{"".join(links)}</nav>' if links else ""
 
 
-def session_page(
-    info: SessionInfo,
-    *,
-    counts: tuple[int, int],
-    usage: UsageSummary,
-    compactions: Sequence[CompactionRecord],
-    chart: str,
-    page: MessagePage,
-    limit: int,
-) -> str:
-    """``/sessions/{id}``: facts, the context chart, compactions, and the transcript."""
-    active, archived = counts
-    facts = (
-        f'<h1>{esc(info.key)}</h1><p class="muted">session {esc(info.id)} · {esc(info.platform)} · '
-        f"model {esc(info.model)} · created {when(info.created_at)} · last activity "
-        f"{when(info.last_activity_at)} · {active} active / {archived} archived messages · "
-        f"{len(compactions)} compaction(s) · {usage.calls} API calls, "
-        f"{usage.input + usage.cache_write + usage.cache_read} prompt / {usage.output} output tokens, "
-        f"${usage.cost_usd:.4f}"
-        + (f" · ended {when(info.ended_at)} ({esc(info.end_reason or '')})" if info.ended_at else "")
-        + "</p>"
-    )
-    restorable = any(c.restored_at is None for c in compactions)
-    restore = (
-        f'<form method="post" action="/sessions/{esc(info.id)}/restore">'
-        "<button>Undo the latest compaction</button></form>"
-        if restorable
-        else ""
-    )
-    pager = _pager(
-        f"/sessions/{info.id}",
-        offset=page.offset,
-        limit=limit,
-        has_more=page.offset + len(page.messages) < page.total,
-    )
-    return layout(
-        info.key,
-        facts
-        + f"<h2>Context size</h2>{chart}"
-        + _compactions_table(compactions)
-        + restore
-        + f'<h2>Transcript</h2><p class="muted">messages {page.offset + 1}–'
-        f"{page.offset + len(page.messages)} of {page.total}</p>"
-        + pager
-        + transcript(page.messages, compactions)
-        + pager,
-    )
+def search_form(query: str, params: dict[str, object], sorts: Sequence[str]) -> str:
+    """Every filter /api/search has, as a GET form."""
 
+    def field(name: str, label: str, kind: str = "text") -> str:
+        value = params.get(name)
+        return (
+            f'<label>{esc(label)} <input type="{kind}" name="{name}" '
+            f'value="{esc("" if value is None else value)}"></label> '
+        )
 
-def _compactions_table(compactions: Sequence[CompactionRecord]) -> str:
-    if not compactions:
-        return ""
-    rows = "".join(
-        f"<tr><td>{when(c.created_at)}</td><td>{esc(c.trigger)}</td><td>{esc(c.status)}</td>"
-        f'<td class="n">{c.messages_archived}</td><td class="n">{c.tokens_before} → {c.tokens_after}</td>'
-        f"<td>{esc(c.model)}</td><td>{'undone ' + when(c.restored_at) if c.restored_at else ''}</td></tr>"
-        for c in compactions
-    )
-    head = (
-        '<tr><th>when</th><th>trigger</th><th>status</th><th class="n">archived</th>'
-        '<th class="n">tokens</th><th>model</th><th>restored</th></tr>'
-    )
-    return f"<h2>Compactions</h2><table><thead>{head}</thead><tbody>{rows}</tbody></table>"
+    def select(name: str, options: Sequence[str]) -> str:
+        chosen = params.get(name)
+        items = "".join(
+            f'<option value="{o}"{" selected" if o == chosen else ""}>{o}</option>' for o in options
+        )
+        return f'<label>{name} <select name="{name}">{items}</select></label> '
 
-
-def transcript(messages: Sequence[ChatMessage], compactions: Sequence[CompactionRecord]) -> str:
-    """Active rows as they are; each run of rows out of the active view folded in one ``<details>``."""
-    by_id = {c.id: c for c in compactions}
-    out: list[str] = []
-    run: list[ChatMessage] = []
-    for m in messages:
-        if run and m.active:
-            out.append(_folded(run, by_id))
-            run = []
-        if m.active:
-            out.append(message_html(m))
-        else:
-            run.append(m)
-    if run:
-        out.append(_folded(run, by_id))
-    return f'<div class="transcript">{"".join(out)}</div>'
-
-
-def _folded(run: Sequence[ChatMessage], by_id: dict[str, CompactionRecord]) -> str:
-    archived = [m for m in run if m.compacted]
-    # Several compactions can share a run: a later one archives an earlier one's summary and its tail.
-    involved = sorted(
-        {c.id: c for m in archived if (c := by_id.get(m.compaction_id or "")) is not None}.values(),
-        key=lambda c: c.created_at,
-    )
-    parts = []
-    if archived:
-        parts.append(f"{len(archived)} archived message(s)")
-    if involved:
-        parts.append(", ".join(c.trigger for c in involved) + f" ({when(involved[-1].created_at)})")
-    if len(run) > len(archived):
-        parts.append(f"{len(run) - len(archived)} retired by an undone compaction")
-    label = " · ".join(parts)
-    inner = "".join(message_html(m) for m in run)
-    return f'<details class="archived"><summary>{esc(label)}</summary>{inner}</details>'
-
-
-def message_html(m: ChatMessage) -> str:
-    text = m.text
-    if len(text) > MAX_SHOWN_CHARS:
-        text = text[:MAX_SHOWN_CHARS] + f"… ({len(m.text) - MAX_SHOWN_CHARS} more characters)"
-    badges = ""
-    if m.kind == "summary":
-        badges += '<span class="badge summary">summary</span>'
-    elif m.kind != "message":
-        badges += f'<span class="badge">{esc(m.kind)}</span>'
-    if not m.active:
-        badges += f'<span class="badge">{"archived" if m.compacted else "retired"}</span>'
-    classes = (
-        f"msg {m.role}" + (" summary" if m.kind == "summary" else "") + ("" if m.active else " inactive")
-    )
     return (
-        f'<div class="{classes}" id="m{m.id}"><div class="meta">#{m.id} · {when(m.created_at)} · '
-        f"{esc(m.author_name or m.role)}{badges}</div>"
-        f'<div class="text">{esc(text)}</div></div>'
-    )
-
-
-def search_page(query: str, state: str, hits: Sequence[SearchHit]) -> str:
-    """``/search``: ranked hits with their matches marked."""
-    options = "".join(
-        f'<option value="{s}"{" selected" if s == state else ""}>{s}</option>'
-        for s in ("all", "active", "archived")
-    )
-    form = (
-        '<form action="/search" method="get">'
+        '<form class="filters" action="/search" method="get">'
         f'<input type="search" name="q" value="{esc(query)}" autofocus> '
-        f'<select name="state">{options}</select> <button>Search</button></form>'
+        + select("state", ("all", "active", "archived"))
+        + select("sort", sorts)
+        + " <button>Search</button><br>"
+        + field("platform", "platform")
+        + field("chat", "chat id")
+        + field("session", "session id")
+        + field("user", "user id")
+        + field("since", "since (UTC)", "datetime-local")
+        + field("until", "until (UTC)", "datetime-local")
+        + "</form>"
     )
+
+
+def search_page(
+    query: str,
+    hits: Sequence[SearchHit],
+    labels: Mapping[str, SessionLabel],
+    *,
+    params: dict[str, object],
+    sorts: Sequence[str],
+    offset: int,
+    limit: int,
+    has_more: bool,
+) -> str:
+    """``/search``: hits with their session's key and platform, each linked to its place in the transcript."""
+    form = search_form(query, params, sorts)
     if not query.strip():
         results = '<p class="muted">Words, "phrases", -exclude, prefix*.</p>'
     elif not hits:
         results = '<p class="muted">No matches.</p>'
     else:
-        items = "".join(
-            f'<li><a href="{esc(_link(f"/sessions/{h.session_id}", message=h.message_id))}#m{h.message_id}">'
-            f"#{h.message_id}</a> · {when(h.created_at)} · {esc(h.author_name or h.role)}"
-            + ("" if h.active else ' <span class="badge">archived</span>')
-            + (' <span class="badge summary">summary</span>' if h.kind == "summary" else "")
-            + f'<div class="snippet">{highlight(h.snippet)}</div></li>'
-            for h in hits
-        )
-        results = f'<ol class="hits">{items}</ol>'
-    return layout("search", f"<h1>Search</h1>{form}{results}", query=query)
+        items = "".join(_hit_html(h, labels.get(h.session_id)) for h in hits)
+        results = f'<ol class="hits" start="{offset + 1}">{items}</ol>'
+    pager = _pager("/search", offset=offset, limit=limit, has_more=has_more, q=query, **params)
+    return layout("search", f"<h1>Search</h1>{form}{results}{pager}", query=query)
+
+
+def _hit_html(h: SearchHit, label: SessionLabel | None) -> str:
+    href = _link(f"/sessions/{h.session_id}", message=h.message_id) + f"#m{h.message_id}"
+    where = (
+        f'<span class="key">{esc(label.key)}</span> <span class="badge">{esc(label.platform)}</span>'
+        if label
+        else esc(h.session_id)
+    )
+    return (
+        f'<li class="hit"><a href="{esc(href)}">{where} · #{h.message_id}</a> · {when(h.created_at)} · '
+        f"{esc(h.author_name or h.role)}"
+        + ("" if h.active else ' <span class="badge">archived</span>')
+        + (' <span class="badge summary">summary</span>' if h.kind == "summary" else "")
+        + f'<div class="snippet">{highlight(h.snippet)}</div></li>'
+    )

@@ -13,9 +13,11 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
+from agent.compressor import ContextCompressor
 from agent.errors import ConfigError, HygieiaError
 from gateway.admin.app import create_app
 from gateway.config import Settings
+from gateway.runner import build_provider, context_window_for
 from gateway.store.db import Database
 from gateway.store.repository import Store
 
@@ -137,14 +139,26 @@ async def serve_admin(settings: Settings, *, host: str, port: int) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, _on_signal, stop, sig)
             installed.append(sig)
+    # Compaction from the admin uses the service's own provider and compressor (same settings).
+    provider = build_provider(settings)
+    engine = ContextCompressor(
+        settings.compression,
+        provider,
+        summary_model=settings.summary_model,
+        prices=settings.model_prices or None,
+    )
+    app = create_app(
+        store, token=token, engine=engine, context_window=lambda model: context_window_for(settings, model)
+    )
     try:
-        async with AdminServer(create_app(store, token=token), host=host, port=port) as server:
+        async with AdminServer(app, host=host, port=port) as server:
             stopping = asyncio.create_task(stop.wait())
             await asyncio.wait([stopping, server.finished], return_when=asyncio.FIRST_COMPLETED)
             stopping.cancel()
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+        await provider.aclose()
         await db.dispose()
     return 0
 

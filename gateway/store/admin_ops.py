@@ -70,17 +70,30 @@ class AdminOps(Repo):
     async def messages_page(
         self, session_id: str, *, state: SearchState = "all", offset: int = 0, limit: int = 100
     ) -> MessagePage:
-        """Rows of the session in (seq, sub_seq) order, filtered by state, paged."""
+        """Rows of the session in (seq, sub_seq) order, filtered by state, paged.
+
+        A page in the second half is read from the end (newest first, then turned round), so the
+        latest page of a long session never walks past all the rows before it.
+        """
         offset, limit = max(offset, 0), max(limit, 0)
         where = [messages.c.session_id == session_id, *_state_condition(state)]
         async with self._tx(write=False) as s:
             total = int(await s.scalar(select(func.count()).select_from(messages).where(*where)) or 0)
             page: list[ChatMessage] = []
-            if limit:
-                rows = await s.execute(
-                    select(messages).where(*where).order_by(*ORDER).offset(offset).limit(limit)
+            end = min(offset + limit, total)
+            if end > offset and offset > total // 2:
+                backwards = [c.desc() for c in ORDER]
+                stmt = (
+                    select(messages)
+                    .where(*where)
+                    .order_by(*backwards)
+                    .offset(total - end)
+                    .limit(end - offset)
                 )
-                page = [to_message(r) for r in rows.mappings()]
+                page = [to_message(r) for r in (await s.execute(stmt)).mappings()][::-1]
+            elif end > offset:
+                stmt = select(messages).where(*where).order_by(*ORDER).offset(offset).limit(limit)
+                page = [to_message(r) for r in (await s.execute(stmt)).mappings()]
         return MessagePage(messages=page, total=total, offset=offset)
 
     async def message_position(self, session_id: str, message_id: int) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     Float,
@@ -259,6 +260,29 @@ class AuditRow(Base):
     user_id: Mapped[str | None] = mapped_column(String(128))
     detail: Mapped[str] = mapped_column(Text, server_default=sql_text("''"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Admin actions (0006_admin): who did it, to which session, and what it changed.
+    actor: Mapped[str | None] = mapped_column(String(255))
+    session_id: Mapped[str | None] = mapped_column(String(32))
+    counts: Mapped[dict[str, Any] | None] = mapped_column(Json)
+
+
+class UsageDailyRow(Base):
+    """Usage and cost per session and UTC day, kept with each call: what the admin's cost views read."""
+
+    __tablename__ = "usage_daily"
+
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True)
+    day: Mapped[str] = mapped_column(String(10), primary_key=True, index=True)
+    calls: Mapped[int] = mapped_column(Integer)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    cache_write_tokens: Mapped[int] = mapped_column(BigInteger)
+    cache_read_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    cost_usd: Mapped[float] = mapped_column(Float)
+
+
+# Erasing a user's data finds their messages by author (0006_admin).
+Index("ix_messages_author_id", MessageRow.author_id)
 
 
 class StreamRow(Base):
@@ -295,4 +319,5 @@ inbox: Table = Base.metadata.tables["inbox"]
 outbox: Table = Base.metadata.tables["outbox"]
 memories: Table = Base.metadata.tables["memories"]
 audit: Table = Base.metadata.tables["audit"]
+usage_daily: Table = Base.metadata.tables["usage_daily"]
 streams: Table = Base.metadata.tables["streams"]

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
+from gateway.store.audit_ops import AuditOps
 from gateway.store.compaction_ops import CompactionOps
+from gateway.store.erase_ops import EraseOps
+from gateway.store.export_ops import ExportOps
+from gateway.store.find_ops import FindOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
 from gateway.store.queue_ops import QueueOps
@@ -20,7 +24,19 @@ from gateway.store.usage_ops import UsageOps
 
 
 class Store(
-    SessionOps, MessageOps, CompactionOps, SearchOps, QueueOps, MemoryOps, UsageOps, AdminOps, StreamOps
+    SessionOps,
+    MessageOps,
+    CompactionOps,
+    SearchOps,
+    QueueOps,
+    MemoryOps,
+    UsageOps,
+    AdminOps,
+    FindOps,
+    AuditOps,
+    EraseOps,
+    ExportOps,
+    StreamOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 

@@ -77,14 +77,23 @@ class StreamOps(Repo):
             await s.execute(
                 update(streams)
                 .where(streams.c.id == stream_id)
-                .values(status="done", outbox_id=outbox_id, message_ids=list(message_ids), updated_at=now)
+                # The text now lives in the outbox row: the stream keeps only the message ids.
+                .values(
+                    status="done",
+                    outbox_id=outbox_id,
+                    message_ids=list(message_ids),
+                    shown=[],
+                    updated_at=now,
+                )
             )
             return int(outbox_id or 0)
 
     async def stream_close(self, stream_id: int, status: str = "interrupted") -> None:
         async with self._tx() as s:
             await s.execute(
-                update(streams).where(streams.c.id == stream_id).values(status=status, updated_at=utcnow())
+                update(streams)
+                .where(streams.c.id == stream_id)
+                .values(status=status, shown=[], updated_at=utcnow())
             )
 
     async def streams_open(self) -> list[StreamRecord]:

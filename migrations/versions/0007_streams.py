@@ -1,7 +1,7 @@
 """Streamed replies: which platform messages show a reply while it is written.
 
 Revision ID: 0007_streams
-Revises: 0002_message_edits
+Revises: 0006_admin
 Create Date: 2026-11-30
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007_streams"
-down_revision: str | Sequence[str] | None = "0002_message_edits"
+down_revision: str | Sequence[str] | None = "0006_admin"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

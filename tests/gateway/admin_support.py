@@ -8,9 +8,15 @@ from dataclasses import dataclass
 
 import httpx
 
+from agent.compressor import ContextCompressor
+from agent.context_engine import ContextEngine
+from agent.llm import AnthropicProvider
+from agent.settings import CompressionSettings, LLMSettings
 from agent.types import ChatMessage, CompactionRecord, Usage, UsageRecord
 from gateway.admin.app import create_app
 from gateway.store.repository import Store
+from tests.fakes.anthropic import FakeAnthropic
+from tests.gateway.conftest import ChatResponder
 from tests.store.helpers import append_turns, new_session, summary_plan
 
 TOKEN = "admin-test-token-5f2c"
@@ -19,9 +25,13 @@ XSS = "<script>alert(1)</script>"
 
 
 @asynccontextmanager
-async def admin_client(store: Store, *, authed: bool = True) -> AsyncIterator[httpx.AsyncClient]:
-    """An httpx client talking to the admin app in-process (ASGI), with the token unless ``authed=False``."""
-    transport = httpx.ASGITransport(app=create_app(store, token=TOKEN))
+async def admin_client(
+    store: Store, *, authed: bool = True, engine: ContextEngine | None = None, window: int = 200_000
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client talking to the admin app in-process (ASGI), with the token unless ``authed=False``;
+    with ``engine`` it can compact (every model's window: ``window`` tokens)."""
+    app = create_app(store, token=TOKEN, engine=engine, context_window=lambda _model: window)
+    transport = httpx.ASGITransport(app=app)
     headers = AUTH if authed else {}
     async with httpx.AsyncClient(
         transport=transport, base_url="http://admin.test", headers=headers
@@ -66,3 +76,16 @@ async def seed(store: Store) -> Seeded:
     )
     await chat_call(store, sid, 2000)
     return Seeded(session_id=sid, compactions=[first, second])
+
+
+@asynccontextmanager
+async def summarizer() -> AsyncIterator[ContextCompressor]:
+    """The real compressor, summarizing through the real SDK against the fake Anthropic server."""
+    async with FakeAnthropic(responder=ChatResponder()) as fake:
+        provider = AnthropicProvider(
+            api_key="test", base_url=fake.base_url, settings=LLMSettings(max_retries=0)
+        )
+        try:
+            yield ContextCompressor(CompressionSettings(), provider, summary_model="claude-haiku-4-5")
+        finally:
+            await provider.aclose()

@@ -121,9 +121,12 @@ async def test_the_restore_button_undoes_the_latest_compaction_and_returns_to_th
     seeded = await seed(store)
     async with admin_client(store) as client:
         page = (await client.get(f"/sessions/{seeded.session_id}")).text
-        assert f'action="/sessions/{seeded.session_id}/restore"' in page
-        response = await client.post(f"/sessions/{seeded.session_id}/restore")
-    assert response.status_code == 303 and response.headers["location"] == f"/sessions/{seeded.session_id}"
+        assert f'href="/sessions/{seeded.session_id}/restore"' in page
+        confirm = (await client.get(f"/sessions/{seeded.session_id}/restore")).text
+        assert f'action="/sessions/{seeded.session_id}/restore"' in confirm and "manual compaction" in confirm
+        response = await client.post(f"/sessions/{seeded.session_id}/restore", data={"confirm": "yes"})
+    assert response.status_code == 303
+    assert response.headers["location"].startswith(f"/sessions/{seeded.session_id}?done=")
     [_, latest] = await store.list_compactions(seeded.session_id)
     assert latest.restored_at is not None
 

@@ -104,3 +104,11 @@ async def test_ping_is_false_once_the_database_is_closed(database: Database) -> 
     store = Store(database)
     await database.dispose()
     assert await store.ping() is False
+
+
+@pytest.mark.parametrize("offset", [0, 3, 5, 6, 9, 10, 11, 20])
+async def test_messages_page_is_the_same_read_from_either_end(store: Store, offset: int) -> None:
+    sid = await new_session(store)
+    turns = await append_turns(store, sid, 11)
+    page = await store.messages_page(sid, offset=offset, limit=4)
+    assert ids(page.messages) == ids(turns)[offset : offset + 4] and page.total == 11

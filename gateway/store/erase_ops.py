@@ -1,0 +1,225 @@
+"""Erasing a user's data on request: the one deliberate exception to "never delete".
+
+What goes, in ONE transaction:
+- every message the platform user authored, in every session, active or archived (with its
+  edit history; the search index follows: SQLite's FTS triggers, PostgreSQL's generated column);
+- the inbox rows of their messages (they hold the same text);
+- the memory-tool files of their own direct-message chats.
+
+Summaries are **redacted**, not regenerated: a summary made by a compaction that archived one of
+their messages (or an earlier redacted summary) gets its body replaced by a notice that says so
+and points at the archived messages that remain. Regenerating would send what is left to a model
+again and could restate what the user said through the bot's replies; redaction keeps nothing
+derived from the erased words. The bot's own replies stay: they are not the user's messages.
+
+Where the erased messages opened a session's active view, a short notice takes their place, so
+the view still starts with a user turn, as the API requires.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.prompts import format_handoff
+from agent.types import ChatMessage, content_text, text_block
+from gateway.store.base import Repo, chunks
+from gateway.store.columns import utcnow
+from gateway.store.message_ops import row_values
+from gateway.store.models import compactions, inbox, memories, messages, sessions
+
+ERASED_NOTICE = "(Earlier messages of this conversation were erased at a user's request.)"
+
+
+def redacted_summary(compaction_id: str, at: datetime) -> str:
+    """The text a redacted summary keeps: why, and how to read what remains."""
+    recall = json.dumps({"compaction_id": compaction_id})
+    return format_handoff(
+        "## Redacted\n"
+        f"- This summary was withdrawn on {at:%Y-%m-%d}: it was made from messages that were erased at "
+        f"a user's request. The other messages it covered are still archived verbatim: recall {recall}."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EraseCounts:
+    """What an erasure removes or changes (or would, for a preview)."""
+
+    messages: int = 0
+    sessions: int = 0
+    summaries_redacted: int = 0
+    inbox: int = 0
+    memories: int = 0
+    notices: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    victims: list[int]
+    sessions: list[str]
+    summaries: list[tuple[int, str]]  # (message id, compaction that produced it)
+    inbox: list[int]
+    scopes: list[str]
+    memories: int
+
+    def counts(self, notices: int = 0) -> EraseCounts:
+        return EraseCounts(
+            messages=len(self.victims),
+            sessions=len(self.sessions),
+            summaries_redacted=len(self.summaries),
+            inbox=len(self.inbox),
+            memories=self.memories,
+            notices=notices,
+        )
+
+
+async def _tainted_summaries(
+    s: AsyncSession, session_ids: Sequence[str], victims: Sequence[Any]
+) -> list[tuple[int, str]]:
+    """Summaries made (directly or through an earlier summary) from a victim: (id, producer)."""
+    by_session: dict[str, list[Any]] = defaultdict(list)
+    for v in victims:
+        by_session[v.session_id].append(v)
+    out: list[tuple[int, str]] = []
+    for part in chunks(list(session_ids)):
+        rows = (
+            await s.execute(
+                select(compactions).where(compactions.c.session_id.in_(part)).order_by(compactions.c.number)
+            )
+        ).mappings()
+        plan = list(rows)
+        ids = [c["id"] for c in plan]
+        products: list[Any] = []
+        for ids_part in chunks(ids):
+            products += (
+                await s.execute(
+                    select(messages.c.id, messages.c.produced_by, messages.c.compaction_id).where(
+                        messages.c.produced_by.in_(ids_part), messages.c.kind == "summary"
+                    )
+                )
+            ).all()
+        tainted: set[str] = set()
+        for c in plan:  # in order: a later compaction inherits from the summaries it archived
+            mine = by_session[c["session_id"]]
+            hit = any(v.compaction_id == c["id"] for v in mine)
+            if not hit and c["restored_at"] is not None and c["archived_from_seq"] is not None:
+                # An undone compaction no longer marks its rows; its range still says what it read.
+                hit = any(c["archived_from_seq"] <= v.seq <= c["archived_to_seq"] for v in mine)
+            if not hit:
+                hit = any(p.compaction_id == c["id"] and p.produced_by in tainted for p in products)
+            if hit:
+                tainted.add(c["id"])
+        out += [(int(p.id), str(p.produced_by)) for p in products if p.produced_by in tainted]
+    return out
+
+
+async def _plan(s: AsyncSession, platform: str, user_id: str) -> _Plan:
+    victims = (
+        await s.execute(
+            select(messages.c.id, messages.c.session_id, messages.c.seq, messages.c.compaction_id)
+            .join(sessions, sessions.c.id == messages.c.session_id)
+            .where(messages.c.author_id == user_id, sessions.c.platform == platform)
+        )
+    ).all()
+    session_ids = sorted({v.session_id for v in victims})
+    summaries = await _tainted_summaries(s, session_ids, victims)
+    victim_ids = [int(v.id) for v in victims]
+    sent_by = inbox.c.payload["user_id"].as_string() == user_id
+    inbox_ids = list((await s.scalars(select(inbox.c.id).where(inbox.c.platform == platform, sent_by))).all())
+    own_dms = select(sessions.c.key).where(
+        sessions.c.platform == platform, sessions.c.user_id == user_id, sessions.c.key.contains(":dm:")
+    )
+    scopes = sorted(set((await s.scalars(own_dms)).all()))
+    count = 0
+    for part in chunks(scopes):
+        count += int(
+            await s.scalar(select(func.count()).select_from(memories).where(memories.c.scope.in_(part))) or 0
+        )
+    return _Plan(victim_ids, session_ids, summaries, [int(i) for i in inbox_ids], scopes, count)
+
+
+async def _open_with_user_turn(s: AsyncSession, session_id: str) -> bool:
+    """When the active view now starts with the assistant, put a notice before it; True if one was."""
+    first = (
+        await s.execute(
+            select(messages.c.role, messages.c.seq, messages.c.sub_seq)
+            .where(messages.c.session_id == session_id, messages.c.active)
+            .order_by(messages.c.seq, messages.c.sub_seq)
+            .limit(1)
+        )
+    ).first()
+    if first is None or first.role == "user":
+        return False
+    lowest = await s.scalar(
+        select(func.min(messages.c.sub_seq)).where(
+            messages.c.session_id == session_id, messages.c.seq == first.seq
+        )
+    )
+    notice = ChatMessage.user(ERASED_NOTICE, kind="notice", created_at=utcnow())
+    await s.execute(
+        messages.insert().values(
+            **row_values(session_id, notice), seq=first.seq, sub_seq=int(lowest or 0) - 1
+        )
+    )
+    return True
+
+
+class EraseOps(Repo):
+    async def erase_preview(self, platform: str, user_id: str) -> EraseCounts:
+        """What :meth:`erase_user` would remove, changing nothing."""
+        async with self._tx(write=False) as s:
+            return (await _plan(s, platform, user_id)).counts()
+
+    async def erase_user(self, platform: str, user_id: str) -> EraseCounts:
+        """Erase everything the platform user wrote (see the module docstring); the counts."""
+        now = utcnow()
+        async with self._tx() as s:
+            plan = await _plan(s, platform, user_id)
+            for part in chunks(plan.victims):
+                await s.execute(delete(messages).where(messages.c.id.in_(part)))
+            for summary_id, producer in plan.summaries:
+                content = [text_block(redacted_summary(producer, now))]
+                await s.execute(
+                    update(messages)
+                    .where(messages.c.id == summary_id)
+                    .values(content=content, text=content_text(content), original_content=None, edited_at=now)
+                )
+            for part in chunks(plan.inbox):
+                await s.execute(delete(inbox).where(inbox.c.id.in_(part)))
+            for scopes in chunks(plan.scopes):
+                await s.execute(delete(memories).where(memories.c.scope.in_(scopes)))
+            notices = 0
+            for session_id in plan.sessions:
+                notices += await _open_with_user_turn(s, session_id)
+        return plan.counts(notices)
+
+    async def turn_in_progress(self, session_key: str) -> bool:
+        """True while a worker holds a live lease on an inbox item of the session (a turn is running)."""
+        stmt = select(func.count()).where(
+            inbox.c.session_key == session_key,
+            inbox.c.status == "processing",
+            or_(inbox.c.lease_until.is_(None), inbox.c.lease_until > utcnow()),
+        )
+        async with self._tx(write=False) as s:
+            return bool(await s.scalar(stmt))
+
+    async def keys_written_by(self, platform: str, user_id: str) -> list[str]:
+        """The keys of the sessions the platform user wrote in."""
+        stmt = (
+            select(sessions.c.key)
+            .join(messages, messages.c.session_id == sessions.c.id)
+            .where(messages.c.author_id == user_id, sessions.c.platform == platform)
+            .distinct()
+        )
+        async with self._tx(write=False) as s:
+            return sorted((await s.scalars(stmt)).all())
