@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.cli_common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
+from gateway.retention import retention_policy
 from gateway.store.db import Database
 from gateway.store.migrate import current_revision, head_revision
 
@@ -63,6 +64,7 @@ async def run_checks(settings: Settings, *, contact_endpoints: bool) -> list[Che
     checks.append(await _check_telegram(settings, contact_endpoints))
     checks.append(await _check_discord(settings, contact_endpoints))
     checks.extend(_check_access(settings))
+    checks.append(Check("retention", "ok", retention_policy(settings)))
     return checks
 
 

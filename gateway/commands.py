@@ -1,5 +1,5 @@
-"""Chat commands: ``/new``, ``/compact [focus]``, ``/context``, ``/usage``, ``/status``, ``/stop``, ``/help``,
-and the admin-only ``/restore``.
+"""Chat commands: ``/new``, ``/compact [focus]``, ``/context``, ``/usage``, ``/status``, ``/stop``,
+``/tasks``, ``/cancel ID``, ``/help``, and the admin-only ``/restore``.
 
 Commands are stored in the inbox like any message but never reach the model. ``/stop`` acts
 at intake (it must not wait behind the turn it stops); the others run in the session's
@@ -17,11 +17,14 @@ from agent.compaction import compact, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import CompressionError, LLMError, NotFound
 from agent.settings import CompressionSettings
+from agent.tasks import TaskRejected
 from agent.tokens import estimate_tokens
+from agent.tools.schedule import task_line
 from agent.types import AgentSession, ChatMessage, ContextState
 from gateway.platforms.base import CommandSpec
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
+from gateway.tasks import TaskBook
 
 _log = logging.getLogger(__name__)
 
@@ -32,6 +35,8 @@ HELP: dict[str, str] = {
     "usage": "tokens, cache hit rate and cost of this conversation",
     "status": "model, age, messages, compactions",
     "stop": "stop the answer in progress",
+    "tasks": "this chat's reminders and recurring tasks",
+    "cancel": "cancel one of them: /cancel ID",
     "help": "this list",
 }
 ADMIN_HELP: dict[str, str] = {"restore": "undo the latest compaction of this conversation"}
@@ -39,10 +44,10 @@ ALIASES = {"start": "help"}
 IMMEDIATE = frozenset({"stop"})
 ARGUMENTS: dict[str, tuple[str, str, bool]] = {
     "compact": ("focus", "what the summary should keep in particular", False),
-    "cancel": ("id", "the reminder to cancel (its id from /tasks)", True),  # used once /cancel exists
+    "cancel": ("id", "the reminder to cancel (its id from /tasks)", True),
 }
 """Commands that take an argument: (option name, description, required), for native command menus."""
-PRIVATE = frozenset({"context", "usage", "status", "help"})
+PRIVATE = frozenset({"context", "usage", "status", "tasks", "help"})
 """Answers only for the one who asked (Discord: ephemeral); the rest change the shared conversation."""
 SLOW = frozenset({"compact"})
 """May take longer than a platform's answer window (a summarizer call)."""
@@ -100,6 +105,7 @@ class CommandContext:
     tool_tokens: int = 0
     memory_tokens: int = 0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    tasks: TaskBook | None = None
 
 
 Handler = Callable[[CommandContext, str], Awaitable[str]]
@@ -243,6 +249,28 @@ async def _restore(ctx: CommandContext, _: str) -> str:
     )
 
 
+async def _tasks(ctx: CommandContext, _: str) -> str:
+    if ctx.tasks is None:
+        return "Scheduled tasks are turned off here."
+    views = await ctx.tasks.tasks_of(ctx.info.key)
+    if not views:
+        return "No active tasks in this chat."
+    return "Tasks in this chat:\n" + "\n".join(task_line(v) for v in views)
+
+
+async def _cancel(ctx: CommandContext, args: str) -> str:
+    if ctx.tasks is None:
+        return "Scheduled tasks are turned off here."
+    task_id = args.split()[0] if args.split() else ""
+    if not task_id:
+        return "Which task? Send /cancel ID (/tasks lists them)."
+    try:
+        task = await ctx.tasks.cancel(ctx.info.key, task_id)
+    except TaskRejected:
+        return f"There is no active task {task_id[:40]} in this chat; /tasks lists them."
+    return f"Cancelled task {task.id} ({task.schedule})."
+
+
 def _age(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
     if seconds < 60:
@@ -262,4 +290,6 @@ _HANDLERS: dict[str, Handler] = {
     "status": _status,
     "help": _help,
     "restore": _restore,
+    "tasks": _tasks,
+    "cancel": _cancel,
 }

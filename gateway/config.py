@@ -27,6 +27,7 @@ from agent.settings import (
     LLMSettings,
     PromptCachingSettings,
 )
+from gateway.clock import check_timezone, parse_clock, parse_quiet_hours
 
 ENV_PREFIX = "HYGIEIA_"
 SECRET_FIELDS = ("anthropic_api_key", "telegram_bot_token", "discord_bot_token", "admin_token")
@@ -37,6 +38,11 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 UserList = Annotated[list[str], NoDecode]
+
+
+def _time_of_day(value: str) -> str:
+    parse_clock(value)
+    return value
 
 
 def _split_csv(value: Any) -> Any:
@@ -127,6 +133,92 @@ class AdminSettings(BaseModel):
     port: int = Field(8765, ge=1, le=65535)
 
 
+class SweepSettings(BaseModel):
+    """Keys under ``scheduler.sweep:``: compact idle, well-filled sessions during quiet hours."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    quiet_hours: str = "02:00-06:00"
+    idle_minutes: int = Field(30, ge=0)
+    min_fill: float = Field(0.6, gt=0.0, le=1.0)
+    interval_seconds: int = Field(600, ge=1)
+    max_sessions: int = Field(20, ge=1)
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        parse_quiet_hours(value)
+        return value
+
+
+class TaskSettings(BaseModel):
+    """Keys under ``scheduler.tasks:``: reminders and recurring tasks set with the ``schedule`` tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    poll_seconds: float = Field(10.0, ge=0.1, le=3600)
+    max_per_chat: int = Field(20, ge=1)
+    min_interval_seconds: int = Field(300, ge=1)
+    max_prompt_chars: int = Field(2000, ge=10)
+    chat_timezones: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("chat_timezones")
+    @classmethod
+    def _zones(cls, value: dict[str, str]) -> dict[str, str]:
+        for zone in value.values():
+            check_timezone(zone)
+        return value
+
+
+class ResetJobSettings(BaseModel):
+    """Keys under ``scheduler.resets:``: end idle/daily sessions on schedule (needs a reset policy)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interval_seconds: int = Field(300, ge=1)
+    goodbye: Literal["none", "notice"] = "none"
+
+
+class UpkeepSettings(BaseModel):
+    """Keys under ``scheduler.upkeep:``: daily database care and pruning of finished queue rows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    at: str = "04:30"
+    prune_after_days: int = Field(30, ge=2)
+
+    _check_at = field_validator("at")(_time_of_day)
+
+
+class RetentionSettings(BaseModel):
+    """Keys under ``scheduler.retention:``: delete archived messages after N days (off by default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    archived_days: int = Field(365, ge=1)
+    at: str = "04:45"
+
+    _check_at = field_validator("at")(_time_of_day)
+
+
+class SchedulerSettings(BaseModel):
+    """Keys under ``scheduler:``: the jobs ``hygieia run`` schedules (run once per cluster)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    job_lease_seconds: float = Field(120.0, ge=1.0)
+    sweep: SweepSettings = Field(default_factory=SweepSettings)
+    tasks: TaskSettings = Field(default_factory=TaskSettings)
+    resets: ResetJobSettings = Field(default_factory=ResetJobSettings)
+    upkeep: UpkeepSettings = Field(default_factory=UpkeepSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
+
+
 class Settings(BaseSettings):
     """Every setting of the service. Build it with :func:`load_settings`."""
 
@@ -179,8 +271,15 @@ class Settings(BaseSettings):
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     media: MediaSettings = Field(default_factory=MediaSettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
 
     _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(_split_csv)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        check_timezone(value)
+        return value
 
     @field_validator("allowed_users", "admin_users")
     @classmethod

@@ -20,7 +20,8 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,6 +51,7 @@ from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
 from gateway.streaming import INTERRUPTED_NOTE, STOPPED_NOTE, Streams
+from gateway.tasks import TaskBook
 
 _log = logging.getLogger(__name__)
 
@@ -94,6 +96,7 @@ class Gateway:
         retry_delays: Sequence[float] = RETRY_DELAYS,
         worker_id: str | None = None,
         clock: Callable[[], datetime] = utcnow,
+        tasks: TaskBook | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -112,6 +115,7 @@ class Gateway:
         self._retry_delays = tuple(retry_delays)
         self._worker_id = worker_id or default_worker_id()
         self._clock = clock
+        self._tasks = tasks
         self._accepting = False
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
@@ -189,6 +193,26 @@ class Gateway:
     @property
     def busy_keys(self) -> list[str]:
         return list(self._workers)
+
+    @asynccontextmanager
+    async def quiet_session(self, key: str) -> AsyncIterator[bool]:
+        """For a scheduled job about to act on a session: yields True holding the session's lock
+        when nothing of it runs or waits here (no turn, no retry timer), so none starts until
+        the block ends; yields False, holding nothing, when the session is busy."""
+        if key in self._workers or key in self._timers or self._locks.locked(key):
+            yield False
+            return
+        async with self._locks.hold(key):
+            yield True
+
+    def wake(self, key: str) -> None:
+        """Serve ``key``'s pending inbox items now (a scheduled job has just queued one)."""
+        self._kick(key)
+
+    @property
+    def worker_id(self) -> str:
+        """This gateway's name in leases (inbox items, scheduled jobs)."""
+        return self._worker_id
 
     # intake ------------------------------------------------------------------------------
     async def intake(self, msg: InboundMessage) -> None:
@@ -515,6 +539,7 @@ class Gateway:
                 is_admin=self._auth.is_admin(item.platform, user_id),
                 tool_tokens=self._tool_tokens,
                 clock=self._clock,
+                tasks=self._tasks,
             )
             text = await run_command(ctx, command)
         await self._replies.answer_command(session.id, item, text)

@@ -31,11 +31,13 @@ class PendingItem:
 def reply_target(item: InboxRecord) -> OutboundTarget:
     """Where the answer to ``item`` goes: its chat and thread, quoting it."""
     thread = item.payload.get("thread_id")
+    # A scheduled task's run is no platform message: there is nothing to quote.
+    quoted = None if item.payload.get("scheduled_task") else item.platform_message_id
     return OutboundTarget(
         platform=item.platform,
         chat_id=item.chat_id,
         thread_id=None if thread is None else str(thread),
-        reply_to_message_id=item.platform_message_id,
+        reply_to_message_id=quoted,
     )
 
 

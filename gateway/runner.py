@@ -27,15 +27,17 @@ from agent.offline import OfflineProvider
 from agent.provider import LLMProvider
 from agent.tokens import estimate_text_tokens, model_info
 from agent.tools import ToolRegistry, default_registry
+from agent.tools.schedule import ScheduleTool
 from gateway.commands import command_specs
 from gateway.config import Settings
 from gateway.delivery import Delivery
 from gateway.dispatch import Gateway
+from gateway.job_setup import JobParts, build_jobs, task_book
+from gateway.jobs import ClusterJobs
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.console import ConsoleAdapter
 from gateway.platforms.discord import DiscordAdapter
 from gateway.platforms.telegram import TelegramAdapter
-from gateway.scheduler import Scheduler
 from gateway.sessions import SessionDirectory
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
@@ -151,7 +153,7 @@ class Service:
     agent: AgentLoop
     delivery: Delivery
     gateway: Gateway
-    scheduler: Scheduler
+    scheduler: ClusterJobs
     adapters: list[PlatformAdapter]
 
     @classmethod
@@ -177,6 +179,9 @@ class Service:
             settings.compression, provider, summary_model=settings.summary_model, prices=prices
         )
         tools = default_registry()
+        tasks = task_book(settings, store)
+        if tasks is not None:
+            tools.register(ScheduleTool(tasks))
         agent = AgentLoop(
             provider,
             store,
@@ -204,8 +209,10 @@ class Service:
             tools=tools.definitions(),
             tool_tokens=tool_tokens(tools),
             lease_seconds=lease_seconds if lease_seconds is not None else default_lease(db),
+            tasks=tasks,
         )
-        scheduler = Scheduler(timezone=settings.timezone)
+        parts = JobParts(store, gateway, engine, directory, tools.definitions, tasks)
+        scheduler = build_jobs(settings, parts)
         return cls(settings, db, store, provider, engine, agent, delivery, gateway, scheduler, adapters)
 
     async def start(self) -> None:
@@ -222,8 +229,8 @@ class Service:
 
     async def stop(self) -> None:
         """Stop serving, let running turns finish (grace), send what is ready, disconnect, close."""
+        await self.scheduler.stop()  # first: no job may start on a gateway that is stopping
         await self.gateway.stop(self.settings.sessions.turn_grace_seconds)
-        await self.scheduler.stop()
         await self.delivery.stop()
         for adapter in self.adapters:
             try:

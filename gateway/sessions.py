@@ -74,6 +74,20 @@ def reset_reason(
     return None
 
 
+def reset_horizon(now: datetime, settings: SessionSettings, *, timezone: str = "UTC") -> datetime | None:
+    """The latest activity time that may call for a reset at ``now`` (``None``: no policy is on).
+
+    A session last active after it is kept by every policy; one active at or before it may be
+    reset (:func:`reset_reason` decides).
+    """
+    horizons: list[datetime] = []
+    if settings.idle_reset_minutes is not None:
+        horizons.append(now - timedelta(minutes=settings.idle_reset_minutes))
+    if settings.daily_reset_hour is not None:
+        horizons.append(_last_daily_boundary(now, settings.daily_reset_hour, ZoneInfo(timezone)))
+    return max(horizons) if horizons else None
+
+
 def _last_daily_boundary(now: datetime, hour: int, tz: ZoneInfo) -> datetime:
     local = now.astimezone(tz)
     boundary = local.replace(hour=hour, minute=0, second=0, microsecond=0)

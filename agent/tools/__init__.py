@@ -7,6 +7,7 @@ from agent.tools.memory import MemoryTool
 from agent.tools.output import cap_output, tool_result_block
 from agent.tools.recall import RecallTool
 from agent.tools.registry import ToolRegistry
+from agent.tools.schedule import ScheduleTool
 from agent.tools.session_search import SessionSearchTool
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "MemoryTool",
     "RecallTool",
     "ResumePoint",
+    "ScheduleTool",
     "SessionSearchTool",
     "Tool",
     "ToolContext",
@@ -27,5 +29,8 @@ __all__ = [
 
 
 def default_registry() -> ToolRegistry:
-    """A registry with the built-in tools: session_search, recall and memory."""
+    """A registry with the built-in tools: session_search, recall and memory.
+
+    ``schedule`` needs the gateway's task store, so the runner registers it (:class:`ScheduleTool`).
+    """
     return ToolRegistry([SessionSearchTool(), RecallTool(), MemoryTool()])

@@ -26,6 +26,7 @@ from gateway.admin.errors import BadRequest, Conflict
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
 from gateway.admin.middleware import AccessLog, AdminAuth
 from gateway.admin.page import esc, layout
+from gateway.admin.scheduler_api import scheduler_metrics, scheduler_router
 from gateway.admin.views import html, page_router
 from gateway.admin.views import usage_router as usage_page_router
 from gateway.admin.views_actions import actions_router
@@ -98,13 +99,15 @@ def create_app(
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:
-        return Response(metrics.render(await store.store_totals()), media_type=CONTENT_TYPE)
+        body = metrics.render(await store.store_totals()) + await scheduler_metrics(store)
+        return Response(body, media_type=CONTENT_TYPE)
 
     actions = AdminActions(store, engine, context_window)
     app.include_router(api_router(store))
     app.include_router(actions_api_router(actions))
     app.include_router(export_router(store))
     app.include_router(usage_router(store))
+    app.include_router(scheduler_router(store))
     app.include_router(page_router(store))
     app.include_router(actions_router(actions))
     app.include_router(usage_page_router(store))

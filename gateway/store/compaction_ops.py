@@ -55,6 +55,14 @@ class CompactionOps(Repo):
             if row is None:
                 raise NotFound(f"session {session_id} has no compaction to restore")
             cid, now = row["id"], utcnow()
+            kept = await s.scalar(select(func.count()).where(messages.c.compaction_id == cid))
+            if int(kept or 0) < int(row["messages_archived"]):
+                # Retention deleted what it archived: undoing it would retire the summary that
+                # is all that is left of them.
+                raise NotFound(
+                    f"the latest compaction of session {session_id} cannot be undone: "
+                    "messages it archived were deleted (retention policy)"
+                )
             await s.execute(
                 update(messages)
                 .where(messages.c.compaction_id == cid)

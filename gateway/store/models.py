@@ -320,4 +320,76 @@ outbox: Table = Base.metadata.tables["outbox"]
 memories: Table = Base.metadata.tables["memories"]
 audit: Table = Base.metadata.tables["audit"]
 usage_daily: Table = Base.metadata.tables["usage_daily"]
+
+
+class LeaseRow(Base):
+    """A named lease: at most one live owner per name (scheduled jobs, later leader election).
+
+    ``generation`` grows by one each time the lease changes hands: a fencing token.
+    """
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128))
+    generation: Mapped[int] = mapped_column(Integer)
+    acquired_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    renewed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class SchedulerJobRow(Base):
+    """One scheduled job across the cluster: when it is next due and how its last run went."""
+
+    __tablename__ = "scheduler_jobs"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    schedule: Mapped[str] = mapped_column(String(255), server_default=sql_text("''"))
+    next_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_status: Mapped[str | None] = mapped_column(String(16))
+    last_owner: Mapped[str | None] = mapped_column(String(128))
+    last_result: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    last_duration_ms: Mapped[int | None] = mapped_column(Integer)
+    runs: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    failures: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+
+    __table_args__ = (CheckConstraint("last_status IN ('running', 'ok', 'failed')", name="last_status"),)
+
+
+class ScheduledTaskRow(Base):
+    """A reminder or recurring task the agent set for one chat (``session_key``), and only that chat."""
+
+    __tablename__ = "scheduled_tasks"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    session_key: Mapped[str] = mapped_column(String(255))
+    platform: Mapped[str] = mapped_column(String(32))
+    chat_id: Mapped[str] = mapped_column(String(128))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    session_id: Mapped[str | None] = mapped_column(String(32))
+    prompt: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(8))
+    spec: Mapped[str] = mapped_column(String(255))
+    timezone: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), server_default=sql_text("'active'"))
+    next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    runs: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_scheduled_tasks_status_next_run_at", "status", "next_run_at"),
+        Index("ix_scheduled_tasks_session_key_status", "session_key", "status"),
+        CheckConstraint("kind IN ('at', 'cron', 'every')", name="kind"),
+        CheckConstraint("status IN ('active', 'done', 'cancelled')", name="status"),
+    )
+
+
+leases: Table = Base.metadata.tables["leases"]
+scheduler_jobs: Table = Base.metadata.tables["scheduler_jobs"]
+scheduled_tasks: Table = Base.metadata.tables["scheduled_tasks"]
 streams: Table = Base.metadata.tables["streams"]

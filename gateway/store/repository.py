@@ -14,12 +14,17 @@ from gateway.store.compaction_ops import CompactionOps
 from gateway.store.erase_ops import EraseOps
 from gateway.store.export_ops import ExportOps
 from gateway.store.find_ops import FindOps
+from gateway.store.idle_ops import IdleOps
+from gateway.store.job_ops import JobOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
 from gateway.store.queue_ops import QueueOps
+from gateway.store.retention_ops import RetentionOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
 from gateway.store.stream_ops import StreamOps
+from gateway.store.task_ops import TaskOps
+from gateway.store.upkeep_ops import UpkeepOps
 from gateway.store.usage_ops import UsageOps
 
 
@@ -36,6 +41,11 @@ class Store(
     AuditOps,
     EraseOps,
     ExportOps,
+    JobOps,
+    IdleOps,
+    TaskOps,
+    UpkeepOps,
+    RetentionOps,
     StreamOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""

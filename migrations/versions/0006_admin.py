@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006_admin"
-down_revision: str | Sequence[str] | None = "0002_message_edits"
+down_revision: str | Sequence[str] | None = "0005_scheduler"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -25,7 +25,7 @@ from tests.fakes.discord_interactions import RESPONSE_DEADLINE, FakeInteraction
 from tests.gateway.conftest import ChatResponder, is_summarizer_call, make_settings
 from tests.gateway.conftest_discord import DM_CHANNEL, USER, USER_NAME, dm, make_adapter, running
 
-PRIVATE = {"context", "usage", "status", "help"}
+PRIVATE = {"context", "usage", "status", "tasks", "help"}
 
 
 class SlowSummaries(ChatResponder):
@@ -106,9 +106,11 @@ async def test_commands_are_registered_globally_once_and_a_restart_rewrites_noth
             pass
     assert fake.slash.command_writes == [None]
     names = [c["name"] for c in fake.slash.commands[None]]
-    assert names == ["new", "compact", "context", "usage", "status", "stop", "help"]
-    [compact] = [c for c in fake.slash.commands[None] if c["name"] == "compact"]
-    assert [(o["name"], o["required"]) for o in compact["options"]] == [("focus", False)]
+    assert names == ["new", "compact", "context", "usage", "status", "stop", "tasks", "cancel", "help"]
+    options = {
+        c["name"]: [(o["name"], o["required"]) for o in c["options"]] for c in fake.slash.commands[None]
+    }
+    assert options["compact"] == [("focus", False)] and options["cancel"] == [("id", True)]
 
 
 async def test_a_changed_command_list_is_written_again() -> None:
@@ -131,7 +133,7 @@ async def test_development_guilds_get_the_commands_instead_of_the_global_scope()
     assert None not in fake.slash.commands
 
 
-@pytest.mark.parametrize("name", ["new", "context", "usage", "status", "stop", "help"])
+@pytest.mark.parametrize("name", ["new", "context", "usage", "status", "stop", "tasks", "help"])
 async def test_each_command_is_answered_through_its_interaction_within_the_window(
     name: str, db_url: str, tmp_path: Path, store: Store
 ) -> None:
@@ -146,6 +148,17 @@ async def test_each_command_is_answered_through_its_interaction_within_the_windo
     [row] = await outbox_rows(store)  # the answer is recorded like any reply
     assert row.status == "sent" and row.text == interaction.texts[0]
     assert row.delivered_ids == [interaction.original["id"]] if interaction.original else False
+
+
+async def test_cancel_takes_its_id_option_through_the_same_command_code(
+    db_url: str, tmp_path: Path, store: Store
+) -> None:
+    async with stack(db_url, tmp_path) as s:
+        interaction = s.invoke("cancel", id="no-such-task")
+        await s.discord.slash.wait_until(interaction)
+    [(status, _, kind)] = interaction.callbacks
+    assert (status, kind) == (200, 4) and not interaction.ephemeral
+    assert "no-such-task" in interaction.texts[0]
 
 
 async def test_context_is_drawn_as_the_text_chart(db_url: str, tmp_path: Path, store: Store) -> None:
