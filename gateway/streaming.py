@@ -41,6 +41,7 @@ STOPPED_NOTE = "(stopped)"
 INTERRUPTED_NOTE = "(interrupted — this answer did not finish)"
 RESTART_NOTE = "(interrupted by a restart — the answer follows in a new message)"
 SURPLUS_TEXT = "…"
+STOP_WAIT_SECONDS = 30.0
 
 
 class EditPacer:
@@ -90,6 +91,7 @@ class LiveReply:
         self.stream_id: int | None = None
         self.flushes = 0
         self._broken = False
+        self._closing = False
         self._task = asyncio.create_task(self._run(), name=f"live reply {session_id}")
 
     # the turn's listener (synchronous, never blocking) -------------------------------------
@@ -112,8 +114,10 @@ class LiveReply:
 
     # showing it ----------------------------------------------------------------------------
     async def _run(self) -> None:
-        while not self._broken:
+        while not self._broken and not self._closing:
             await self._changed.wait()
+            if self._closing:
+                return
             async with self._pacer.lock(self._target):
                 await self._pacer.wait_turn(self._target)
                 self._changed.clear()
@@ -153,7 +157,14 @@ class LiveReply:
         self._task.cancel()
 
     async def _stop_task(self) -> None:
-        self._task.cancel()
+        """Let a flush in flight finish (a send cut off midway could leave a message we never
+        recorded), then stop showing."""
+        self._closing = True
+        self._changed.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_SECONDS)
+        except TimeoutError:
+            self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
 
     async def finish(self, text: str) -> list[str] | None:
