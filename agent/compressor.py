@@ -1,9 +1,9 @@
 """The default context engine: prune -> boundaries -> summarize -> assemble.
 
 Sizes. ``threshold`` = threshold_for(model) x window (50% by default) fires automatic
-compaction (hygiene uses ``hygiene_threshold``). A compaction aims at ``target`` =
-``TARGET_FRACTION`` (0.6) x threshold, so the next automatic trigger is a good stretch of
-conversation away; the verbatim tail gets ``target_ratio`` x threshold tokens.
+compaction (hygiene uses the larger of ``hygiene_threshold`` and that). A compaction aims at
+``target`` = ``TARGET_FRACTION`` (0.6) x threshold, so the next automatic trigger is a good
+stretch of conversation away; the verbatim tail gets ``target_ratio`` x threshold tokens.
 
 The engine is pure logic over messages: it returns a :class:`CompactionPlan` and updates the
 :class:`ContextState` it is given; :func:`agent.compaction.compact` persists both.
@@ -14,37 +14,38 @@ from __future__ import annotations
 import logging
 import math
 import time
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from agent.compressor_boundaries import Boundaries, choose_boundaries
+from agent.compressor_boundaries import Boundaries, choose_boundaries, is_human
 from agent.compressor_prune import prune_messages
+from agent.compressor_summary import Summarizer, SummaryJob
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.errors import AuthenticationFailed, LLMError, SpendLimitReached
-from agent.extractive import extractive_summary
+from agent.extractive import extractive_summary_off_loop
 from agent.prompts import (
-    SUMMARIZER_SYSTEM,
+    MEMORY_SECTION,
+    SNAPSHOT_CHARS,
     archived_note,
     format_handoff,
     normalize_summary,
     parse_sections,
-    serialize_messages,
     strip_handoff,
-    summary_instructions,
+    task_snapshot,
+    without_section,
 )
-from agent.provider import LLMProvider, LLMRequest
+from agent.provider import LLMProvider
 from agent.redact import redact
 from agent.settings import CompressionSettings
 from agent.tokens import (
+    PromptSize,
     calibrate,
-    cost_usd,
     estimate_message_tokens,
+    estimate_messages_tokens,
     estimate_prompt_tokens,
     estimate_text_tokens,
-    message_chars,
-    model_info,
-    prompt_chars,
 )
 from agent.transcript import repair_tool_pairs, validate_messages
 from agent.types import (
@@ -70,6 +71,8 @@ SUMMARY_MIN_TOKENS = 2000
 SUMMARY_MAX_TOKENS = 12_000
 SUMMARY_WINDOW_SHARE = 0.05
 STRIKES_TO_STOP = 2
+# The longest the breaker stays open before it lets one automatic attempt through (half-open).
+BREAKER_MAX_SECONDS = 4 * 3600
 CONTEXT_CHANGE_RATIO = 1.10
 _AWAITING_CHECK = "awaiting_usage_check"
 
@@ -92,12 +95,11 @@ class _Sizes:
     system: int
     scale: float
     offset: int
-    chars_per_token: float | None
+    token_scale: float | None
 
     def of(self, m: ChatMessage) -> int:
-        if self.chars_per_token:
-            return math.ceil(message_chars(m) / self.chars_per_token)
-        return estimate_message_tokens(m)
+        rough = estimate_message_tokens(m)
+        return math.ceil(rough * self.token_scale) if self.token_scale else rough
 
     def real(self, estimate: int) -> int:
         # The larger of a proportional and an additive correction: over- beats under-estimating.
@@ -106,6 +108,16 @@ class _Sizes:
     def estimate_of(self, real: float) -> int:
         """The inverse of :meth:`real`: how many estimated tokens fit ``real`` real ones."""
         return max(1, int(min(real / self.scale, real - self.offset)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A summary body (None: no summary, the session stays as it was), why, and what it cost."""
+
+    body: str | None
+    reason: str
+    usage: tuple[UsageRecord, ...]
+    status: CompactionStatus = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +132,7 @@ class _Attempt:
     trigger: Trigger
     focus: str | None
     started: float
+    compaction_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 class ContextCompressor(ContextEngine):
@@ -141,12 +154,13 @@ class ContextCompressor(ContextEngine):
         self.summary_model = settings.summary_model or summary_model
         self.clock = clock
         self.prices = prices
+        self.summarizer = Summarizer(provider, self.summary_model, prices=prices)
 
     # ---- sizes ---------------------------------------------------------------------------
 
     def threshold_tokens(self, session: AgentSession, trigger: Trigger = "in_loop") -> int:
         ratio = (
-            self.settings.hygiene_threshold
+            self.settings.hygiene_threshold_for(session.model)
             if trigger == "hygiene"
             else self.settings.threshold_for(session.model)
         )
@@ -168,13 +182,8 @@ class ContextCompressor(ContextEngine):
         messages: Sequence[ChatMessage],
         prompt_tokens: int | None,
     ) -> tuple[_Sizes, int]:
-        ratio = state.chars_per_token
-        system = (
-            math.ceil(len(session.system_prompt) / ratio)
-            if ratio
-            else estimate_text_tokens(session.system_prompt)
-        )
-        probe = _Sizes([], system, 1.0, 0, ratio)
+        system = estimate_text_tokens(session.system_prompt)
+        probe = _Sizes([], system, 1.0, 0, state.token_scale)
         per = [probe.of(m) for m in messages]
         estimate = system + sum(per)
         real = (
@@ -183,15 +192,28 @@ class ContextCompressor(ContextEngine):
             else self.estimate_prompt_tokens(session, state, messages)
         )
         scale = min(3.0, max(0.5, real / estimate)) if estimate else 1.0
-        return _Sizes(per, system, scale, max(0, real - estimate), ratio), real
+        return _Sizes(per, system, scale, max(0, real - estimate), state.token_scale), real
 
     # ---- when ----------------------------------------------------------------------------
 
     def _cooling(self, state: ContextState) -> bool:
+        """The summarizer rests: a cooldown after a failure, or the breaker's (longer) back-off."""
         return state.cooldown_until is not None and self.clock() < state.cooldown_until
 
     def _breaker_open(self, state: ContextState) -> bool:
-        return state.consecutive_failures >= self.settings.max_consecutive_failures
+        """Open: too many failures in a row and the back-off is running. Once it has run out the
+        breaker is half-open: one automatic attempt goes through; success closes it, failure
+        opens it again for twice as long."""
+        return state.consecutive_failures >= self.settings.max_consecutive_failures and self._cooling(state)
+
+    def backoff(self, failures: int) -> timedelta:
+        """The rest after ``failures`` failures in a row: the cooldown, then once the breaker is
+        open cooldown x 2^k for its k-th opening, capped at :data:`BREAKER_MAX_SECONDS`."""
+        base = self.settings.cooldown_seconds
+        openings = failures - self.settings.max_consecutive_failures + 1
+        if openings <= 0:
+            return timedelta(seconds=base)
+        return timedelta(seconds=max(base, min(BREAKER_MAX_SECONDS, base * 2.0 ** min(openings, 32))))
 
     @staticmethod
     def _thrashing(state: ContextState, prompt_tokens: int) -> bool:
@@ -217,15 +239,15 @@ class ContextCompressor(ContextEngine):
             return True  # must shrink: a breaker or cooldown only turns the summary extractive
         if trigger == "hygiene":
             return True  # hygiene keeps its own cooldown ladder (gateway/hygiene.py)
-        return not (self._breaker_open(state) or self._cooling(state))
+        return not self._cooling(state)
 
-    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt_chars: int) -> None:
+    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt: PromptSize) -> None:
         real = usage.context_tokens
         if real <= 0:
             return
-        calibrate(state, prompt_chars, real)
+        calibrate(state, prompt, real)
         state.last_prompt_tokens = real
-        state.last_prompt_chars = prompt_chars
+        state.last_prompt_estimate = prompt.messages
         state.last_prompt_at = self.clock()
         if state.extra.pop(_AWAITING_CHECK, False):
             if real >= self.threshold_tokens(session):
@@ -246,13 +268,15 @@ class ContextCompressor(ContextEngine):
         trigger: Trigger,
         focus: str | None = None,
         prompt_tokens: int | None = None,
+        memory_index: str | None = None,
     ) -> CompressionOutcome:
         started = time.perf_counter()
         sizes, before = self._sizes(session, state, messages, prompt_tokens)
         # Only a context that cannot be sent as it is takes the extractive fallback; below that,
         # a failed summary leaves the session as it was and a better one comes after the cooldown.
         must_shrink = trigger == "reactive" or before >= session.context_window * MUST_SHRINK_RATIO
-        use_model = trigger == "manual" or not (self._breaker_open(state) or self._cooling(state))
+        use_model = trigger == "manual" or not self._cooling(state)
+        breaker_was_open = state.consecutive_failures >= self.settings.max_consecutive_failures
         if not use_model and not must_shrink:
             reason = "circuit breaker open" if self._breaker_open(state) else "summarizer cooling down"
             return CompressionOutcome(None, "failed", before, before, reason=reason)
@@ -283,10 +307,15 @@ class ContextCompressor(ContextEngine):
         if not has_middle:
             return CompressionOutcome(None, "failed", before, before, reason="nothing to compress")
 
-        previous = next((strip_handoff(m.text) for m in reversed(middle) if m.kind == "summary"), None)
+        # Every earlier summary in the range, oldest first: each carries part of the story (the
+        # memory index is not part of it: it is written afresh below).
+        previous = "\n\n".join(
+            without_section(strip_handoff(m.text), MEMORY_SECTION) for m in middle if m.kind == "summary"
+        )
         ids = [m.id for m in middle if m.id is not None]
         stamps = [m.created_at for m in middle if m.created_at is not None]
         archived = archived_note(
+            attempt.compaction_id,
             min(ids),
             max(ids),
             len(middle),
@@ -298,80 +327,69 @@ class ContextCompressor(ContextEngine):
         budget = summary_budget(
             sum(sizes.per_message[bounds.head_end : bounds.tail_start]), session.context_window
         )
+        # No focus given: the last three things the user asked say what the summary must serve.
+        recent = () if focus else tuple(m.text for m in [m for m in messages if is_human(m)][-3:])
+        job = SummaryJob(content, previous or None, budget, focus, recent)
+        written = await self._write(attempt, job, use_model=use_model, must_shrink=must_shrink)
+        if written.body is None:
+            return CompressionOutcome(
+                None, "failed", before, before, reason=written.reason, summary_usage=written.usage
+            )
+        newest = next((m for m in reversed(content) if is_human(m)), None)
+        task = task_snapshot(newest.text, min(SNAPSHOT_CHARS, 2 * budget)) if newest is not None else None
+        text = normalize_summary(written.body, archived, task=task, memory=memory_index)
+        summary = ChatMessage(
+            role="user", content=[text_block(format_handoff(text))], kind="summary", created_at=self.clock()
+        )
+        outcome = self._finish(attempt, view, summary, bounds, written.status, written.usage, written.reason)
+        # A model summary closes the breaker; so does a fallback that got the context under target
+        # while the breaker was open (below the limit, the count of model failures goes on).
+        under_target = outcome.tokens_after <= threshold * TARGET_FRACTION
+        if outcome.plan is not None and (written.status == "ok" or (breaker_was_open and under_target)):
+            state.consecutive_failures, state.cooldown_until = 0, None
+        return outcome
 
-        status: CompactionStatus = "ok"
-        usage: tuple[UsageRecord, ...] = ()
+    async def _write(
+        self, attempt: _Attempt, job: SummaryJob, *, use_model: bool, must_shrink: bool
+    ) -> _Written:
+        """The summary body: the model's; else, when the context must shrink or the model could
+        not fit the summary, the extractive one; else none (the session stays as it was)."""
+        records: list[UsageRecord] = []
         body: str | None = None
-        reason = ""
+        reason = "summarizer paused (breaker or cooldown)"
+        cut_off = False
+        log_fields = {"session": attempt.session.id, "trigger": attempt.trigger}
         if use_model:
             try:
-                body, usage = await self._summarize(content, previous, budget, focus)
+                body = await self.summarizer.summarize(job, records)
             except (AuthenticationFailed, SpendLimitReached) as exc:
-                _log.warning("compaction aborted: %s", exc, extra={"session": session.id, "trigger": trigger})
-                return CompressionOutcome(None, "failed", before, before, reason=f"summarizer refused: {exc}")
+                _log.warning("compaction aborted: %s", exc, extra=log_fields)
+                return _Written(None, f"summarizer refused: {exc}", tuple(records))
             except LLMError as exc:
                 reason = f"summarizer failed: {exc}"
-                self._record_failure(state)
-                _log.warning("%s", reason, extra={"session": session.id, "trigger": trigger})
-            if body is not None and not body.strip():
-                body, reason = None, "summarizer returned an empty summary"
-                self._record_failure(state)
-        else:
-            reason = "summarizer paused (breaker or cooldown)"
-        if body is None:
-            if not must_shrink:
-                return CompressionOutcome(None, "failed", before, before, reason=reason, summary_usage=usage)
-            status = "fallback"
-            body = redact(extractive_summary(content, budget_tokens=budget, previous_summary=previous))
-        else:
-            state.consecutive_failures, state.cooldown_until = 0, None
-        summary = ChatMessage(
-            role="user",
-            content=[text_block(format_handoff(normalize_summary(body, archived)))],
-            kind="summary",
-            created_at=self.clock(),
+                self._record_failure(attempt.state)
+                _log.warning("%s", reason, extra=log_fields)
+            else:
+                if body is None:
+                    # The model answers but cannot fit this summary: not an outage, so no strike,
+                    # and waiting would not help: the extractive summary stands in now.
+                    cut_off, reason = True, "summary cut off at max_tokens twice"
+                elif not body.strip():
+                    body, reason = None, "summarizer returned an empty summary"
+                    self._record_failure(attempt.state)
+        usage = tuple(records)
+        if body is not None:
+            return _Written(body, "summarized", usage, "ok")
+        if not (must_shrink or cut_off):
+            return _Written(None, reason, usage)
+        fallback = await extractive_summary_off_loop(
+            job.content, budget_tokens=job.budget, previous_summary=job.previous
         )
-        return self._finish(attempt, view, summary, bounds, status, usage, reason or "summarized")
+        return _Written(redact(fallback), reason, usage, "fallback")
 
     def _record_failure(self, state: ContextState) -> None:
         state.consecutive_failures += 1
-        state.cooldown_until = self.clock() + timedelta(seconds=self.settings.cooldown_seconds)
-
-    async def _summarize(
-        self, content: list[ChatMessage], previous: str | None, budget: int, focus: str | None
-    ) -> tuple[str, tuple[UsageRecord, ...]]:
-        window = model_info(self.summary_model).context_window
-        max_tokens = budget + budget // 2
-        # Conservative 3 chars/token so the transcript surely fits the summary model's window.
-        room_chars = max(20_000, (window - max_tokens - 4_000) * 3)
-        transcript = redact(serialize_messages(content, max_chars=room_chars))
-        prompt = summary_instructions(
-            transcript,
-            budget_tokens=budget,
-            previous_summary=redact(previous) if previous else None,
-            focus=focus,
-        )
-        request = LLMRequest(
-            model=self.summary_model,
-            messages=[{"role": "user", "content": [text_block(prompt)]}],
-            max_tokens=max_tokens,
-            system=[text_block(SUMMARIZER_SYSTEM)],
-            purpose="summary",
-        )
-        response = await self.provider.create(request)
-        record = UsageRecord(
-            model=response.model or self.summary_model,
-            purpose="summary",
-            usage=response.usage,
-            cost_usd=(
-                cost_usd(response.model or self.summary_model, response.usage, prices=self.prices)
-                if response.billed
-                else 0.0
-            ),
-            estimated=response.estimated_usage,
-        )
-        text = "\n".join(str(b.get("text", "")) for b in response.content if b.get("type") == "text")
-        return redact(text), (record,)
+        state.cooldown_until = self.clock() + self.backoff(state.consecutive_failures)
 
     def _finish(
         self,
@@ -407,7 +425,17 @@ class ContextCompressor(ContextEngine):
             anchor = m.id if m.kind != "summary" else originals[bounds.head_end].id
             if anchor is None:
                 continue
-            fresh = replace(m, id=None, seq=None, active=True, compacted=False, compaction_id=None)
+            # A copy is a new row: the platform's message id stays with the archived original
+            # (it is unique per session, and a redelivered message must match the original).
+            fresh = replace(
+                m,
+                id=None,
+                seq=None,
+                platform_message_id=None,
+                active=True,
+                compacted=False,
+                compaction_id=None,
+            )
             insertions.append(Insertion(anchor_id=anchor, message=fresh))
         after_est = sum(sizes.of(m) for m in repaired) + sizes.system
         after = min(before, sizes.real(after_est))
@@ -423,13 +451,14 @@ class ContextCompressor(ContextEngine):
             duration_ms=int((time.perf_counter() - attempt.started) * 1000),
             status=status,
             focus=attempt.focus,
+            compaction_id=attempt.compaction_id,
         )
         state.compaction_count += 1
         if trigger == "manual":  # an explicit request starts the anti-thrash count afresh
             state.ineffective_strikes, state.strike_context_tokens = 0, None
         state.extra[_AWAITING_CHECK] = True
         state.last_prompt_tokens = after
-        state.last_prompt_chars = prompt_chars(session.system_prompt, repaired)
+        state.last_prompt_estimate = estimate_messages_tokens(repaired)
         _log.info(
             "compaction planned (%s): %d -> %d tokens, %d archived",
             status,

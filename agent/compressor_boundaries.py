@@ -72,7 +72,8 @@ def choose_boundaries(
 
     The tail takes messages from the end while they fit ``tail_budget`` tokens, and at least
     the last ``tail_floor`` messages as long as they fit ``tail_cap``; then it widens to hold
-    ``min_tail_users`` human messages (so always the latest) and never to start on a tool_result.
+    ``min_tail_users`` human messages (so always the latest) and never to start on a tool_result,
+    and it starts after the latest summary (as long as the latest human message is after it).
     Messages not yet persisted (no id) cannot be archived, so they are always in the tail.
     """
     n = len(messages)
@@ -92,6 +93,11 @@ def choose_boundaries(
     humans = [i for i in range(n) if is_human(messages[i])]
     if humans:
         start = min(start, humans[-min(min_tail_users, len(humans))])
+    # An earlier summary never stays in the tail: it is folded into the new one (else two
+    # summaries would be active, and the next compaction would see only the later one).
+    summaries = [i for i in range(n) if messages[i].kind == "summary"]
+    if summaries and start <= summaries[-1] and (not humans or humans[-1] > summaries[-1]):
+        start = summaries[-1] + 1
     unpersisted = next((i for i in range(n) if messages[i].id is None), n)
     start = min(start, unpersisted)
     while start > head and start < n and has_tool_result(messages[start]):

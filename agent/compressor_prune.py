@@ -64,10 +64,14 @@ def describe_output(
     if is_error:
         facts.append("error")
     first = _one_line(text, 60)
-    where = (
-        f' recall {{"from_id": {message_id}, "to_id": {message_id}}} for the full text.' if message_id else ""
-    )
-    return f'{PRUNED_MARK} {name} {args} → {", ".join(facts)}. Starts: "{first}".{where}'
+    return f'{PRUNED_MARK} {name} {args} → {", ".join(facts)}. Starts: "{first}".{_recall(message_id)}'
+
+
+def _recall(message_id: int | None) -> str:
+    """The way back to a pruned message: the recall call that returns its original."""
+    if message_id is None:
+        return ""
+    return f' recall {{"from_id": {message_id}, "to_id": {message_id}}} for the full text.'
 
 
 def describe_media(block: ContentBlock, message_id: int | None) -> str:
@@ -153,7 +157,7 @@ def _prune_block(
     if first_id is None and len(text) >= DEDUP_MIN_CHARS:
         seen[digest] = use_id
     if first_id is not None and first_id != use_id:
-        line = f"{SAME_MARK} tool call {first_id}] {name}: {len(text):,} chars, identical."
+        line = f"{SAME_MARK} tool call {first_id}] {name}: {len(text):,} chars, identical.{_recall(m.id)}"
         return {**block, "content": line}
     if len(text) > prune_chars or images:
         line = describe_output(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from agent.tokens import PromptSize
 from agent.types import (
     AgentSession,
     ChatMessage,
@@ -64,9 +65,13 @@ class ContextEngine(ABC):
         trigger: Trigger,
         focus: str | None = None,
         prompt_tokens: int | None = None,
+        memory_index: str | None = None,
     ) -> CompressionOutcome:
-        """Plan a compaction of ``messages`` (the persisted active view); updates ``state``."""
+        """Plan a compaction of ``messages`` (the persisted active view); updates ``state``.
+        ``memory_index`` (what ``/memories`` holds) goes into a new summary, so durable notes
+        stay in view after the turns that wrote them are archived."""
 
-    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt_chars: int) -> None:
-        """Learn from a real API-reported prompt size (calibration, anti-thrash)."""
+    def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt: PromptSize) -> None:
+        """Learn from a real API-reported prompt size (calibration, anti-thrash); ``prompt`` is the
+        rough size of the request it counted."""
         return None

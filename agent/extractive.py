@@ -1,12 +1,29 @@
 """A deterministic, extractive summary: the fallback when the summarizer fails, and the offline
-provider's summary. Same section headings as the model-written one, filled from the text itself."""
+provider's summary. Same section headings as the model-written one, filled from the text itself.
+
+Linear in the text whatever it holds: every pattern that can run along a long token starts
+only where such a token starts (a lookbehind, not ``\b``, which holds at every character of
+``a-a-a-…``) and has bounded repeats, and only the first :data:`SCAN_CHARS` characters of a
+sentence are classified (an item shows its first 200 anyway). A pasted 32k-character blob
+with no spaces is one "sentence"; unbounded, the e-mail pattern alone tried it from every
+position (quadratic: seconds for three blobs).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 
-from agent.prompts import EMPTY_ITEM, PROGRESS_PARTS, SECTIONS, parse_sections, render_sections
+from agent.prompts import (
+    EMPTY_ITEM,
+    PROGRESS_PARTS,
+    SECTIONS,
+    SNAPSHOT_CHARS,
+    parse_sections,
+    render_sections,
+    task_snapshot,
+)
 from agent.tokens import estimate_text_tokens
 from agent.types import ChatMessage
 
@@ -21,9 +38,17 @@ _DONE = re.compile(
 _BLOCKED = re.compile(r"(?i)\b(error|failed|failure|blocked|cannot|can't|exception|traceback|denied)\b")
 _REMAINING = re.compile(r"(?i)\b(todo|to do|next|remaining|still need|follow up|later)\b")
 _FACT = re.compile(
-    r"https?://\S+|(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]+)+|\b[\w\-]+\.(?:py|js|ts|json|ya?ml|toml|md|txt|csv|sql)\b"
-    r"|\b[A-Za-z]+[-_]?\d{2,}[\w-]*\b|\b\d[\d,.:/-]*\d\b|[\w.+-]+@[\w-]+\.[\w.]+"
+    r"https?://\S{1,300}"
+    r"|(?<![\w.~/-])(?:~|\.{1,2})?/[\w.\-]{1,255}(?:/[\w.\-]{1,255}){1,30}"
+    r"|(?<![\w-])[\w\-]{1,100}\.(?:py|js|ts|json|ya?ml|toml|md|txt|csv|sql)\b"
+    r"|(?<![A-Za-z0-9_])[A-Za-z]{1,40}[-_]?\d{2,20}[\w-]{0,40}"
+    r"|(?<![\d,.:/-])\d[\d,.:/-]{0,40}\d\b"
+    r"|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.]{1,100}"
 )
+# Classified per sentence: the first this many characters (linear however long it is).
+SCAN_CHARS = 2_000
+# Past this many characters the summary is written in a worker thread.
+OFFLOAD_CHARS = 50_000
 _PER_SECTION = 12
 _FACTS = 30
 _ITEM_CHARS = 200
@@ -40,7 +65,7 @@ def _human_text(m: ChatMessage) -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 3]
+    return [s.strip()[:SCAN_CHARS] for s in _SENTENCE.split(text) if len(s.strip()) > 3]
 
 
 def _previous_items(previous: dict[str, str], name: str) -> list[str]:
@@ -113,13 +138,25 @@ def extractive_summary(
         for item in _previous_items(previous, "Active Task"):
             out.add("Active Task", item)
     else:
-        out.add("Active Task", f"The latest request: “{_clip(_human_text(humans[-1]), 400)}”")
+        out.add("Active Task", task_snapshot(_human_text(humans[-1]), min(SNAPSHOT_CHARS, 2 * budget_tokens)))
     progress = {
         "Done": [*_previous_part(previous, "Done"), *(f"- {_clip(s)}" for s in done)],
         "In Progress": _previous_part(previous, "In Progress"),
         "Blocked": [*_previous_part(previous, "Blocked"), *(f"- {_clip(s)}" for s in blocked)],
     }
     return _render({k: list(v) for k, v in out.items.items()}, progress, archived, budget_tokens)
+
+
+async def extractive_summary_off_loop(
+    messages: Sequence[ChatMessage], *, budget_tokens: int, previous_summary: str | None = None
+) -> str:
+    """:func:`extractive_summary`, in a worker thread when the text is big (it is linear, but a
+    few hundred thousand characters still take a while): the event loop keeps serving."""
+    if sum(len(m.text) for m in messages) < OFFLOAD_CHARS:
+        return extractive_summary(messages, budget_tokens=budget_tokens, previous_summary=previous_summary)
+    return await asyncio.to_thread(
+        extractive_summary, list(messages), budget_tokens=budget_tokens, previous_summary=previous_summary
+    )
 
 
 def _next_answers(messages: Sequence[ChatMessage]) -> list[ChatMessage | None]:

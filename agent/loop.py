@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from agent.compaction import compact, learn_api_limit, with_api_limit
+from agent.compaction import WhenSlow, compact, learn_api_limit, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflow, LLMError
 from agent.llm_stream import StreamingProvider, TurnListener
@@ -26,7 +26,7 @@ from agent.loop_request import build_request, estimate_request_tokens, turn_ttl
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.settings import LLMSettings, PromptCachingSettings
 from agent.storage import ConversationStore
-from agent.tokens import cost_usd, model_info, prompt_chars
+from agent.tokens import cost_usd, model_info, prompt_size
 from agent.tools import ToolContext, ToolOutput, ToolRegistry, cap_output, default_registry, tool_result_block
 from agent.tools.base import utcnow
 from agent.types import (
@@ -78,6 +78,7 @@ class _Turn:
     ttl: str | None
     # The tool definitions, fixed for the turn: byte-identical in every request (cache prefix).
     tools: list[dict[str, Any]]
+    when_slow: WhenSlow | None = None
     produced: list[ChatMessage] = field(default_factory=list)
     usages: list[Usage] = field(default_factory=list)
     compactions: list[CompactionRecord] = field(default_factory=list)
@@ -149,21 +150,23 @@ class AgentLoop:
         *,
         message: ChatMessage | None = None,
         memory_scope: str | None = None,
+        when_slow: WhenSlow | None = None,
         listener: TurnListener | None = None,
     ) -> TurnResult:
         """Answer the conversation as it stands (``history``, else the stored active view).
 
         ``message``, when given, is stored and appended first; otherwise the caller has
-        already stored the user's message. ``listener`` sees the reply as it is streamed (when
-        the provider can stream). Raises :class:`agent.errors.LLMError` subclasses
-        for provider failures; ``asyncio.CancelledError`` leaves the transcript valid.
+        already stored the user's message. ``when_slow`` is told when a compaction takes long;
+        ``listener`` sees the reply as it is streamed (when the provider can stream).
+        Raises :class:`agent.errors.LLMError` subclasses for provider failures;
+        ``asyncio.CancelledError`` leaves the transcript valid.
         """
         view = list(history) if history is not None else await self._store.load_active(session.id)
         state = await self._store.load_context_state(session.id)
         session = with_api_limit(session, state)
         ttl = turn_ttl(self._caching.cache_ttl, view) if self._caching.enabled else None
         scope = memory_scope or session.key or session.id
-        turn = _Turn(session, view, state, scope, ttl, self.tools.definitions(), listener=listener)
+        turn = _Turn(session, view, state, scope, ttl, self.tools.definitions(), when_slow, listener=listener)
         try:
             if message is not None:
                 await self._append(turn, message, produced=False)
@@ -253,7 +256,13 @@ class AgentLoop:
             extra={"session": turn.session.id, "trigger": trigger, "tokens_before": prompt_tokens},
         )
         result = await compact(
-            self._engine, self._store, turn.session, trigger=trigger, prompt_tokens=prompt_tokens
+            self._engine,
+            self._store,
+            turn.session,
+            trigger=trigger,
+            prompt_tokens=prompt_tokens,
+            when_slow=turn.when_slow,
+            memory_scope=turn.memory_scope,
         )
         turn.view = list(result.messages)
         # compact() saved its own copy of the state; continue from what it persisted.
@@ -307,10 +316,10 @@ class AgentLoop:
         """Record the call's usage and cost, and let the engine learn the real prompt size."""
         usage = response.usage
         turn.usages.append(usage)
-        chars = prompt_chars(turn.session.system_prompt, turn.view)
-        self._engine.on_usage(turn.session, turn.state, usage, chars)
+        size = prompt_size(turn.session.system_prompt, turn.view, turn.tools)
+        self._engine.on_usage(turn.session, turn.state, usage, size)
         turn.state.last_prompt_tokens = usage.context_tokens
-        turn.state.last_prompt_chars = chars
+        turn.state.last_prompt_estimate = size.messages
         turn.state.last_prompt_at = self._clock()
         model = response.model or turn.session.model
         cost = (

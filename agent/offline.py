@@ -11,7 +11,7 @@ import asyncio
 import re
 from typing import Any
 
-from agent.extractive import extractive_summary
+from agent.extractive import extractive_summary_off_loop
 from agent.llm_stream import TextSink
 from agent.prompts import extract_tagged, parse_transcript, strip_handoff
 from agent.provider import LLMRequest, LLMResponse
@@ -58,7 +58,7 @@ class OfflineProvider:
     name = "offline"
 
     async def create(self, request: LLMRequest) -> LLMResponse:
-        text = self._summary(request) if request.purpose == "summary" else self._reply(request)
+        text = await self._summary(request) if request.purpose == "summary" else self._reply(request)
         usage = Usage(input_tokens=_prompt_tokens(request), output_tokens=estimate_text_tokens(text))
         return LLMResponse(
             content=[text_block(text)],
@@ -94,12 +94,12 @@ class OfflineProvider:
         return f"{OFFLINE_NOTICE}: “{words}”"
 
     @staticmethod
-    def _summary(request: LLMRequest) -> str:
+    async def _summary(request: LLMRequest) -> str:
         prompt = _wire_text(request.messages[-1]) if request.messages else ""
         transcript = extract_tagged(prompt, "transcript")
         messages: list[ChatMessage] = parse_transcript(transcript if transcript is not None else prompt)
         previous = extract_tagged(prompt, "previous_summary")
-        return extractive_summary(
+        return await extractive_summary_off_loop(
             messages,
             budget_tokens=max(256, request.max_tokens),
             previous_summary=strip_handoff(previous) if previous else None,

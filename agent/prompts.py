@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from agent.tokens import estimate_text_tokens
 from agent.types import ChatMessage, ContentBlock, Role, text_block
 
 SECTIONS: tuple[str, ...] = (
@@ -25,6 +26,12 @@ SECTIONS: tuple[str, ...] = (
 )
 PROGRESS_PARTS: tuple[str, ...] = ("Done", "In Progress", "Blocked")
 EMPTY_ITEM = "- (none)"
+# Written by us, not the summarizer, on every compaction: the notes the memory tool keeps.
+MEMORY_SECTION = "Memory"
+# How much of the newest summarized request is kept verbatim, and of each recent one in the focus.
+SNAPSHOT_CHARS = 2_000
+SNAPSHOT_PREFIX = "- The latest request, verbatim:"
+RECENT_CHARS = 300
 
 SUMMARIZER_SYSTEM = (
     "You are the summarization component of a chat service. You turn a conversation transcript into a "
@@ -59,18 +66,39 @@ Exact identifiers worth keeping: names, ids, file paths, URLs, commands, numbers
 _RULES = """\
 Rules:
 - Use exactly these markdown headings, in this order, and no others; write "- (none)" under an empty one.
-- Do not write an "Archived" section: it is added automatically.
+- Do not write an "Archived" or a "Memory" section: they are added automatically.
 - Keep ids, file paths, URLs, numbers and names exactly as written; attribute statements to their author.
 - Write in the language the conversation uses.
 - Be dense: bullets, no preamble, no closing remarks. Aim for at most about {budget} tokens."""
 
 
+# Every tag the summary prompt wraps text in. Text from a conversation must never close one
+# of them (and so escape into the instructions): its closing tags are defused.
+PROMPT_TAGS: tuple[str, ...] = ("msg", "transcript", "previous_summary")
+_CLOSING_TAG = re.compile(r"<\s*/\s*(" + "|".join(PROMPT_TAGS) + r")\s*>", re.IGNORECASE)
+
+
+def escape_tags(text: str) -> str:
+    """``text`` with every closing tag of :data:`PROMPT_TAGS` defused: ``</ transcript>``."""
+    return _CLOSING_TAG.sub(lambda m: f"</ {m.group(1)}>", text)
+
+
 def summary_instructions(
-    transcript: str, *, budget_tokens: int, previous_summary: str | None = None, focus: str | None = None
+    transcript: str,
+    *,
+    budget_tokens: int,
+    previous_summary: str | None = None,
+    focus: str | None = None,
+    recent_requests: Sequence[str] = (),
 ) -> str:
-    """The user-turn text of a summary request (the update variant when a previous summary exists)."""
+    """The user-turn text of a summary request (the update variant when a previous summary exists).
+
+    Without a ``focus``, the ``recent_requests`` (the last user messages, oldest first) say
+    what the summary must serve. ``transcript`` comes from :func:`serialize_messages` (already
+    escaped); the previous summary, the focus and the requests are escaped here."""
     parts: list[str]
     if previous_summary:
+        previous_summary = escape_tags(previous_summary)
         parts = [
             "Update the PREVIOUS SUMMARY with the NEW TURNS that followed it. Keep everything from the "
             "previous summary that is still true, fold in the new turns, move answered questions from "
@@ -85,7 +113,15 @@ def summary_instructions(
             f"<transcript>\n{transcript}\n</transcript>",
         ]
     if focus:
-        parts.append(f"The user asked the summary to focus on: {focus}. Give that topic more detail.")
+        parts.append(
+            f"The user asked the summary to focus on: {escape_tags(focus)}. Give that topic more detail."
+        )
+    elif recent_requests:
+        quoted = "\n".join(f"- “{escape_tags(_one_line(r, RECENT_CHARS))}”" for r in recent_requests)
+        parts.append(
+            "The conversation goes on from these latest user messages (oldest first); keep in detail "
+            f"what they need:\n{quoted}"
+        )
     parts.append("Sections:\n" + _SECTION_GUIDE)
     parts.append(_RULES.format(budget=budget_tokens))
     return "\n\n".join(parts)
@@ -162,14 +198,43 @@ def _complete_progress(body: str) -> str:
     return "\n".join([body, *(f"### {p}\n{EMPTY_ITEM}" for p in missing)])
 
 
-def normalize_summary(text: str, archived: str) -> str:
-    """A summary with every section present, "Next Steps" renamed, and our own Archived section."""
+def normalize_summary(text: str, archived: str, *, task: str | None = None, memory: str | None = None) -> str:
+    """A summary with every section present, "Next Steps" renamed, and our own sections: the
+    task snapshot heading Active Task, the Memory index (when there are notes), Archived."""
     sections = parse_sections(text)
+    if task:
+        lines = sections.get("Active Task", "").splitlines()
+        rest = [line for line in lines if not line.strip().startswith(SNAPSHOT_PREFIX)]
+        sections["Active Task"] = "\n".join([task, *rest]).strip()
+    sections.pop(MEMORY_SECTION, None)
+    if memory:
+        sections[MEMORY_SECTION] = memory
     sections["Archived"] = archived
     return render_sections(sections)
 
 
+def task_snapshot(request: str, limit: int = SNAPSHOT_CHARS) -> str:
+    """The newest user request a summary covers, verbatim (up to ``limit`` characters)."""
+    text = request.strip()
+    if len(text) > limit:
+        text = f"{text[:limit]} …[{len(text) - limit:,} more characters, archived]"
+    return f"{SNAPSHOT_PREFIX} “{text}”"
+
+
+def without_section(text: str, name: str) -> str:
+    """``text`` without its ``## name`` section (a section we regenerate on every compaction)."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            skipping = line[3:].strip() == name
+        if not skipping:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
 def archived_note(
+    compaction_id: str,
     first_id: int,
     last_id: int,
     count: int,
@@ -178,13 +243,15 @@ def archived_note(
     until: datetime | None = None,
     previous: str | None = None,
 ) -> str:
-    """The Archived section: which messages were archived and how to read them back."""
+    """The Archived section: what this compaction archived and how to read exactly that back
+    (by compaction id: an id range could span rows archived by other compactions), then the
+    pointers of earlier compactions."""
     when = ""
     if since and until:
         when = f", {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} UTC"
-    recall = json.dumps({"from_id": first_id, "to_id": last_id})
+    recall = json.dumps({"compaction_id": compaction_id})
     lines = [
-        f"- Messages #{first_id}–#{last_id} ({count} messages{when}) are archived verbatim, not deleted. "
+        f"- {count} messages (#{first_id}–#{last_id}{when}) are archived verbatim, not deleted. "
         f'Read them with the recall tool: recall {recall} (add "offset" to page); '
         "session_search finds anything said earlier."
     ]
@@ -198,6 +265,11 @@ def archived_note(
 
 _MSG = re.compile(r"<msg( [^>\n]*)?>\n(.*?)\n</msg>", re.DOTALL)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -240,30 +312,28 @@ def serialize_message(m: ChatMessage, *, tool_chars: int = 400, text_chars: int 
     if m.created_at is not None:
         attrs.append(f'at="{m.created_at:%Y-%m-%d %H:%M}"')
     lines = [_block_line(b, tool_chars=tool_chars) for b in m.content]
-    body = _clip("\n".join(line for line in lines if line), text_chars).replace("</msg>", "</ msg>")
+    body = escape_tags(_clip("\n".join(line for line in lines if line), text_chars))
     return f"<msg {' '.join(attrs)}>\n{body or '(empty)'}\n</msg>"
 
 
-def serialize_messages(ms: Sequence[ChatMessage], *, max_chars: int = 400_000) -> str:
-    """The transcript for the summarizer, bounded: past ``max_chars`` the middle is left out, marked."""
+def serialize_messages(ms: Sequence[ChatMessage], *, max_tokens: int = 100_000) -> str:
+    """The transcript for the summarizer, bounded by the token estimator (a CJK character is a
+    token): past ``max_tokens`` the middle is left out, marked."""
     rendered = [serialize_message(m) for m in ms]
-    if sum(len(r) + 1 for r in rendered) <= max_chars:
+    sizes = [estimate_text_tokens(r) + 1 for r in rendered]
+    if sum(sizes) <= max_tokens:
         return "\n".join(rendered)
-    head: list[str] = []
+    head = 0
     used = 0
-    for r in rendered:
-        if used + len(r) > max_chars * 0.3:
-            break
-        head.append(r)
-        used += len(r) + 1
-    tail: list[str] = []
-    for r in reversed(rendered[len(head) :]):
-        if used + len(r) > max_chars:
-            break
-        tail.append(r)
-        used += len(r) + 1
-    omitted = len(rendered) - len(head) - len(tail)
-    return "\n".join([*head, f"[… {omitted} messages omitted for length …]", *reversed(tail)])
+    while head < len(rendered) and used + sizes[head] <= max_tokens * 0.3:
+        used += sizes[head]
+        head += 1
+    tail = len(rendered)
+    while tail > head and used + sizes[tail - 1] <= max_tokens:
+        tail -= 1
+        used += sizes[tail]
+    omitted = tail - head
+    return "\n".join([*rendered[:head], f"[… {omitted} messages omitted for length …]", *rendered[tail:]])
 
 
 def parse_transcript(text: str) -> list[ChatMessage]:

@@ -35,6 +35,11 @@ class CompressionSettings(BaseModel):
             return self.threshold
         return self.model_thresholds[max(matches, key=len)]
 
+    def hygiene_threshold_for(self, model: str) -> float:
+        """Where hygiene fires for ``model``: never below the in-loop threshold, so a deployer's
+        0.9 is not overridden by the 0.85 default."""
+        return max(self.hygiene_threshold, self.threshold_for(model))
+
 
 class PromptCachingSettings(BaseModel):
     """Keys under ``prompt_caching:``."""

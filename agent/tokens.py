@@ -2,8 +2,13 @@
 
 The rough estimate is ~4 characters per token for Latin text, one token per CJK, Hangul
 or kana character, a fixed ~1600 tokens per image, and tool blocks counted by their JSON.
-Once the API has reported a real prompt size, :func:`calibrate` learns this session's
-characters-per-token ratio and the calibrated estimate is used instead.
+
+A prompt is its messages plus a fixed overhead the API adds to every call: the system
+prompt, the tool definitions and, when tools are offered, the API's own tool-use preamble.
+Once the API has reported a real prompt size, :func:`calibrate` learns this session's scale
+(real message tokens / rough message tokens) with the overhead taken out, and only once the
+messages outweigh the overhead: a learned ratio that absorbed the overhead would multiply a
+later pasted document several times over and compact at a fraction of the real size.
 """
 
 from __future__ import annotations
@@ -20,13 +25,13 @@ from agent.types import ChatMessage, ContentBlock, ContextState, Usage
 
 CHARS_PER_TOKEN = 4.0
 IMAGE_TOKENS = 1600
-# An image counted in "characters" so that calibrated and rough estimates agree on it.
-IMAGE_CHARS = int(IMAGE_TOKENS * CHARS_PER_TOKEN)
 MESSAGE_OVERHEAD_TOKENS = 4
-MESSAGE_OVERHEAD_CHARS = int(MESSAGE_OVERHEAD_TOKENS * CHARS_PER_TOKEN)
-MIN_CHARS_PER_TOKEN = 1.0
-MAX_CHARS_PER_TOKEN = 8.0
-# Weight of a new observation in the smoothed ratio: steady, yet settles within a few calls.
+# The tool-use system prompt the API adds to a request with tools (Claude 4 models, tool_choice
+# auto: 346 tokens; "any"/"tool": 313), counted in the prompt like any other input.
+TOOL_PREAMBLE_TOKENS = 346
+MIN_SCALE = 0.25
+MAX_SCALE = 4.0
+# Weight of a new observation in the smoothed scale: steady, yet settles within a few calls.
 CALIBRATION_ALPHA = 0.3
 
 CACHE_WRITE_MULTIPLIER = {"5m": 1.25, "1h": 2.0}
@@ -164,40 +169,43 @@ def estimate_message_tokens(m: ChatMessage) -> int:
     return total
 
 
-def message_chars(m: ChatMessage) -> int:
-    """The characters of one message as :func:`calibrate` counts them (images at a fixed weight)."""
-    total = MESSAGE_OVERHEAD_CHARS
-    for block in m.content:
-        text, images = _block_parts(block)
-        total += len(text) + int(images * CHARS_PER_TOKEN)
-    return total
-
-
-def messages_chars(ms: Sequence[ChatMessage]) -> int:
-    """Total characters of ``ms`` in the unit :func:`calibrate` learns against."""
-    return sum(message_chars(m) for m in ms)
-
-
-def prompt_chars(system: str, ms: Sequence[ChatMessage]) -> int:
-    """Characters of a whole prompt (system + messages): what callers pass to :func:`calibrate`."""
-    return len(system) + messages_chars(ms)
-
-
-def estimate_messages_tokens(ms: Sequence[ChatMessage], *, chars_per_token: float | None = None) -> int:
-    """Tokens of ``ms``: calibrated (chars / learned ratio) when a ratio is given, else rough."""
-    if chars_per_token:
-        return math.ceil(messages_chars(ms) / chars_per_token)
-    return sum(estimate_message_tokens(m) for m in ms)
+def estimate_messages_tokens(ms: Sequence[ChatMessage], *, scale: float | None = None) -> int:
+    """Tokens of ``ms``: rough, times the session's learned ``scale`` when there is one."""
+    rough = sum(estimate_message_tokens(m) for m in ms)
+    return math.ceil(rough * scale) if scale else rough
 
 
 def estimate_tokens(text_or_messages: str | Sequence[ChatMessage], state: ContextState | None = None) -> int:
-    """Calibrated estimate when ``state`` has learned a ratio, else the rough one."""
-    ratio = state.chars_per_token if state is not None else None
+    """Calibrated estimate when ``state`` has learned a scale, else the rough one."""
+    scale = state.token_scale if state is not None else None
     if isinstance(text_or_messages, str):
-        if ratio:
-            return math.ceil(len(text_or_messages) / ratio)
-        return estimate_text_tokens(text_or_messages)
-    return estimate_messages_tokens(text_or_messages, chars_per_token=ratio)
+        rough = estimate_text_tokens(text_or_messages)
+        return math.ceil(rough * scale) if scale else rough
+    return estimate_messages_tokens(text_or_messages, scale=scale)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSize:
+    """A prompt's rough (uncalibrated) tokens: its messages, and the fixed part the API adds to
+    every call (system prompt, tool definitions, the tool-use preamble)."""
+
+    messages: int
+    overhead: int
+
+
+def overhead_tokens(system_prompt: str, tools: Sequence[dict[str, Any]] | None = None) -> int:
+    """Rough tokens of what every call carries besides the messages."""
+    if not tools:
+        return estimate_text_tokens(system_prompt)
+    tools_text = json.dumps(list(tools), ensure_ascii=False)
+    return estimate_text_tokens(system_prompt) + estimate_text_tokens(tools_text) + TOOL_PREAMBLE_TOKENS
+
+
+def prompt_size(
+    system_prompt: str, messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]] | None = None
+) -> PromptSize:
+    """The rough size of a prompt, split as :func:`calibrate` learns from it."""
+    return PromptSize(estimate_messages_tokens(messages), overhead_tokens(system_prompt, tools))
 
 
 def estimate_prompt_tokens(
@@ -207,29 +215,26 @@ def estimate_prompt_tokens(
     *,
     tools: Sequence[dict[str, Any]] | None = None,
 ) -> int:
-    """The best guess of a prompt's size: the last REAL count plus the growth since (calibrated),
-    else a calibrated estimate of the whole, else a rough one (tools included)."""
-    chars = prompt_chars(system_prompt, messages)
-    ratio = state.chars_per_token
-    last, last_chars = state.last_prompt_tokens, state.last_prompt_chars
-    if last is not None and last_chars is not None and chars >= last_chars:
-        return last + math.ceil((chars - last_chars) / (ratio or CHARS_PER_TOKEN))
-    if ratio:
-        # The learned ratio already absorbs the tool definitions (real counts include them).
-        return math.ceil(chars / ratio)
-    tools_text = json.dumps(list(tools), ensure_ascii=False) if tools else ""
-    return (
-        estimate_text_tokens(system_prompt)
-        + estimate_messages_tokens(messages)
-        + estimate_text_tokens(tools_text)
-    )
+    """The best guess of a prompt's size: the last REAL count plus the (calibrated) growth of the
+    messages since, else the overhead plus a calibrated estimate of the messages."""
+    rough = estimate_messages_tokens(messages)
+    scale = state.token_scale or 1.0
+    last, last_rough = state.last_prompt_tokens, state.last_prompt_estimate
+    if last is not None and last_rough is not None and rough >= last_rough:
+        return last + math.ceil((rough - last_rough) * scale)
+    return overhead_tokens(system_prompt, tools) + math.ceil(rough * scale)
 
 
-def calibrate(state: ContextState, prompt_chars: int, real_tokens: int) -> None:
-    """Learn characters-per-token from one real API-reported prompt size (smoothed, clamped 1..8)."""
-    if prompt_chars <= 0 or real_tokens <= 0:
+def calibrate(state: ContextState, size: PromptSize, real_tokens: int) -> None:
+    """Learn real/rough for messages from one real prompt size, the fixed overhead taken out.
+
+    Not while the overhead outweighs the messages: the rough overhead's own error would then
+    be most of what is learned. Smoothed, clamped to [MIN_SCALE, MAX_SCALE].
+    """
+    if size.messages <= 0 or real_tokens <= 0 or size.messages < size.overhead:
         return
-    observed = min(MAX_CHARS_PER_TOKEN, max(MIN_CHARS_PER_TOKEN, prompt_chars / real_tokens))
-    previous = state.chars_per_token
-    ratio = observed if previous is None else previous + CALIBRATION_ALPHA * (observed - previous)
-    state.chars_per_token = min(MAX_CHARS_PER_TOKEN, max(MIN_CHARS_PER_TOKEN, ratio))
+    observed = (real_tokens - size.overhead) / size.messages
+    observed = min(MAX_SCALE, max(MIN_SCALE, observed))
+    previous = state.token_scale
+    scale = observed if previous is None else previous + CALIBRATION_ALPHA * (observed - previous)
+    state.token_scale = min(MAX_SCALE, max(MIN_SCALE, scale))

@@ -7,6 +7,7 @@ what is stored and what the API takes; everything around the content is typed he
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -161,6 +162,8 @@ class CompactionPlan:
     duration_ms: int
     status: CompactionStatus = "ok"
     focus: str | None = None
+    # Chosen when planning, so the summary can point at exactly the rows this compaction archives.
+    compaction_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +235,10 @@ class ContextState:
 
     last_prompt_tokens: int | None = None
     last_prompt_at: datetime | None = None
-    last_prompt_chars: int | None = None
-    chars_per_token: float | None = None
+    # The rough (uncalibrated) token estimate of the messages that ``last_prompt_tokens`` counted.
+    last_prompt_estimate: int | None = None
+    # Real message tokens per rough estimated token, learned from API usage (agent.tokens.calibrate).
+    token_scale: float | None = None
     cooldown_until: datetime | None = None
     consecutive_failures: int = 0
     ineffective_strikes: int = 0

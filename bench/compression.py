@@ -1,5 +1,6 @@
 """Compression benchmark: the non-LLM phases (prune + boundaries) on long transcripts with tool
-rounds, and the whole compaction with the offline (extractive) summarizer. Prints a table.
+rounds, the whole compaction with the offline (extractive) summarizer, and the extractive
+fallback on pasted blobs with no spaces. Prints tables.
 
     python bench/compression.py [--full]
 """
@@ -11,6 +12,7 @@ import asyncio
 import dataclasses
 import random
 import statistics
+import string
 import time
 
 from rich.console import Console
@@ -19,6 +21,7 @@ from rich.table import Table
 from agent.compressor import TARGET_FRACTION, ContextCompressor
 from agent.compressor_boundaries import choose_boundaries
 from agent.compressor_prune import prune_messages
+from agent.extractive import extractive_summary
 from agent.offline import OfflineProvider
 from agent.settings import CompressionSettings
 from agent.tokens import estimate_message_tokens
@@ -91,6 +94,42 @@ def run(size: int, window: int, repeats: int) -> dict[str, float]:
     }
 
 
+def blobs(kind: str, chars: int = 32_000, seed: int = 3) -> list[ChatMessage]:
+    """Three pasted blobs of ``chars`` characters with no spaces (the inputs that once went quadratic)."""
+    rng = random.Random(seed)
+    alphabet = {
+        "one letter": "a",
+        "word characters": string.ascii_letters + string.digits + "_",
+        "dots and dashes": ".-",
+        "base64": string.ascii_letters + string.digits + "+/",
+    }[kind]
+    return [
+        ChatMessage.user(f"blob {i}: " + "".join(rng.choice(alphabet) for _ in range(chars)))
+        for i in range(3)
+    ]
+
+
+def fallback_ms(messages: list[ChatMessage], repeats: int) -> float:
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        extractive_summary(messages, budget_tokens=2_000)
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings) * 1000
+
+
+def fallback_table(repeats: int) -> Table:
+    table = Table(title="Extractive fallback on 3 pasted blobs of 32,000 characters each")
+    for column in ("blob", "characters", "extractive summary ms (median)"):
+        table.add_column(column, justify="right")
+    for kind in ("one letter", "word characters", "dots and dashes", "base64"):
+        messages = blobs(kind)
+        table.add_row(
+            kind, f"{sum(len(m.text) for m in messages):,}", f"{fallback_ms(messages, repeats):.1f}"
+        )
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="larger transcripts and more repeats")
@@ -121,7 +160,9 @@ def main() -> None:
             f"{row['phase12_ms']:.1f}",
             f"{row['full_ms']:.1f}",
         )
-    Console(width=160).print(table)
+    console = Console(width=160)
+    console.print(table)
+    console.print(fallback_table(repeats=20 if args.full else 5))
     print(
         "prune+bounds: median of repeated runs of phases 1-2 (no model); compress: one whole manual"
         " compaction with the offline extractive summarizer."

@@ -94,6 +94,8 @@ class SessionSettings(BaseModel):
     hygiene_notice: bool = False
     max_inbound_chars: int = Field(32_000, ge=100)
     turn_grace_seconds: float = Field(30.0, ge=0)
+    # A compaction still running after this long gets the one-line "summarizing" notice.
+    summarizing_notice_seconds: float = Field(5.0, ge=0)
 
 
 class DeliverySettings(BaseModel):

@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from agent.compaction import WhenSlow
 from agent.context_engine import ContextEngine
 from agent.errors import LLMError, StoreError
 from agent.loop import AgentLoop, TurnResult
@@ -34,7 +35,7 @@ from gateway.commands import IMMEDIATE, Command, CommandContext, parse_command, 
 from gateway.config import Settings
 from gateway.delivery import Delivery
 from gateway.failures import GAVE_UP, classify
-from gateway.hygiene import run_hygiene
+from gateway.hygiene import SUMMARIZING_NOTICE, run_hygiene
 from gateway.inbound import (
     clean_text,
     edit_of,
@@ -434,24 +435,31 @@ class Gateway:
     async def _answer(
         self, key: str, session: AgentSession, pending: list[PendingItem], target: OutboundTarget
     ) -> _Outcome:
-        history = await self._store.load_active(session.id)
-        report = await run_hygiene(
-            self._engine,
-            self._store,
-            session,
-            self._settings.compression,
-            messages=history,
-            tools=self._tools,
-        )
-        notice = report.notice() if self._settings.sessions.hygiene_notice else None
-        if notice:
-            await self._replies.notice(session.id, without_quote(target), notice)
+        # Typing from before hygiene: a compaction can take a while, the user should see life.
+        typing = asyncio.create_task(self._replies.keep_typing(target))
+        when_slow = self._summarizing_notice(session.id, target)
+        try:
+            history = await self._store.load_active(session.id)
+            report = await run_hygiene(
+                self._engine,
+                self._store,
+                session,
+                self._settings.compression,
+                messages=history,
+                tools=self._tools,
+                when_slow=when_slow,
+            )
+            notice = report.notice() if self._settings.sessions.hygiene_notice else None
+            if notice:
+                await self._replies.notice(session.id, without_quote(target), notice)
+        except BaseException:
+            typing.cancel()
+            raise
         live = self.streams.open(session.id, target)
         turn: asyncio.Task[TurnResult] = asyncio.create_task(
-            self._agent.run_turn(session, history=report.messages, listener=live)
+            self._agent.run_turn(session, history=report.messages, when_slow=when_slow, listener=live)
         )
         self._turns[key] = turn
-        typing = asyncio.create_task(self._replies.keep_typing(target))
         try:
             await asyncio.wait({turn})
         except asyncio.CancelledError:
@@ -477,6 +485,18 @@ class Gateway:
         if live is not None:
             await live.abandon(INTERRUPTED_NOTE)
         return await self._failed(key, session, pending, target, exc)
+
+    def _summarizing_notice(self, session_id: str, target: OutboundTarget) -> WhenSlow:
+        """Tell the chat, once per turn, when a compaction runs longer than a few seconds."""
+        sent = False
+
+        async def notify() -> None:
+            nonlocal sent
+            if not sent:
+                sent = True
+                await self._replies.notice(session_id, without_quote(target), SUMMARIZING_NOTICE)
+
+        return WhenSlow(notify, self._settings.sessions.summarizing_notice_seconds)
 
     async def _interrupted(self, key: str, session: AgentSession, pending: list[PendingItem]) -> _Outcome:
         reason = self._cancel_reason.pop(key, "stop")

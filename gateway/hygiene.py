@@ -1,14 +1,17 @@
 """Session hygiene: the 85% check on the persisted history, before the agent runs.
 
+It fires at ``hygiene_threshold`` (0.85), or at the in-loop threshold for the model when a
+deployer set that higher: their 0.9 is not overridden by our 0.85.
+
 It catches what grows while nobody talks to the bot (ambient group messages overnight).
 The estimate is the agent's own (:func:`agent.loop_request.estimate_request_tokens`): the
 last API-reported prompt size plus the calibrated (else rough) estimate of what was added
 since; rough only when no real count exists. Compaction goes through
 :func:`agent.compaction.compact` (trigger ``hygiene``), persisting exactly as the in-loop path.
 
-It never loops: one attempt per turn at most; a failure, or a compaction that does not
-get under the threshold, is a strike that sets a cooldown (5 min x1, x3, x9, capped at an
-hour), kept in :class:`ContextState` so it survives restarts.
+It never loops: one attempt per turn at most; a failure (of the summarizer or of the store),
+or a compaction that does not get under the threshold, is a strike that sets a cooldown
+(5 min x1, x3, x9, capped at an hour), kept in :class:`ContextState` so it survives restarts.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from agent.compaction import compact, with_api_limit
+from agent.compaction import WhenSlow, compact, with_api_limit
 from agent.context_engine import ContextEngine
-from agent.errors import CompressionError, LLMError
+from agent.errors import CompressionError, LLMError, StoreError
 from agent.loop_request import estimate_request_tokens
 from agent.settings import CompressionSettings
 from agent.storage import ConversationStore
@@ -33,6 +36,9 @@ MIN_MESSAGES = 4
 COOLDOWN_BASE_SECONDS = 300.0
 COOLDOWN_FACTOR = 3.0
 COOLDOWN_CAP_SECONDS = 3600.0
+
+# Sent once when a compaction (hygiene or in-loop) runs longer than a few seconds.
+SUMMARIZING_NOTICE = "Summarizing the earlier conversation, one moment…"
 
 HygieneStatus = Literal["disabled", "too_few", "below", "cooldown", "compacted", "ineffective", "failed"]
 
@@ -82,13 +88,14 @@ async def run_hygiene(
     messages: list[ChatMessage] | None = None,
     tools: list[dict[str, Any]] | None = None,
     clock: Callable[[], datetime] = utcnow,
+    when_slow: WhenSlow | None = None,
 ) -> HygieneReport:
     """Check the persisted active history and compact it once when it is over the threshold."""
     if messages is None:
         messages = await store.load_active(session.id)
     state = await store.load_context_state(session.id)
     session = with_api_limit(session, state)
-    limit = int(settings.hygiene_threshold * session.context_window)
+    limit = int(settings.hygiene_threshold_for(session.model) * session.context_window)
     if not settings.enabled:
         return HygieneReport("disabled", messages, 0, limit)
     if len(messages) < MIN_MESSAGES:
@@ -106,9 +113,17 @@ async def run_hygiene(
     log_fields = {"session": session.id, "trigger": "hygiene", "tokens_before": estimate}
     try:
         result = await compact(
-            engine, store, session, trigger="hygiene", prompt_tokens=estimate, messages=messages
+            engine,
+            store,
+            session,
+            trigger="hygiene",
+            prompt_tokens=estimate,
+            messages=messages,
+            when_slow=when_slow,
         )
-    except (CompressionError, LLMError) as exc:
+    except (CompressionError, LLMError, StoreError) as exc:
+        # A store that refuses the plan (say, an admin restored a compaction meanwhile) is a
+        # strike like a failed summary: raised, the worker would retry it every few seconds.
         await _strike(store, session, now)
         _log.warning("hygiene compaction failed: %s", exc, extra=log_fields)
         return HygieneReport("failed", messages, estimate, limit, error=str(exc))

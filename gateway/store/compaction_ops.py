@@ -9,7 +9,6 @@ appended while the summarizer ran.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -121,7 +120,10 @@ async def _insert_products(
                 messages.c.session_id == session_id, messages.c.seq == seq
             )
         )
-        message = replace(insertion.message, content=clean_json(insertion.message.content))
+        # A product is a new row: a platform message id belongs to the original alone.
+        message = replace(
+            insertion.message, content=clean_json(insertion.message.content), platform_message_id=None
+        )
         new_id = await s.scalar(
             insert(messages)
             .values(**row_values(session_id, message), seq=seq, sub_seq=sub_seq, produced_by=cid)
@@ -145,7 +147,7 @@ async def _apply(s: AsyncSession, session_id: str, plan: CompactionPlan) -> Comp
     )
     archived_seqs = [int(named[i]["seq"]) for i in archive_ids]
     values: dict[str, Any] = {
-        "id": uuid.uuid4().hex,
+        "id": plan.compaction_id,
         "session_id": session_id,
         "number": number,
         "trigger": plan.trigger,

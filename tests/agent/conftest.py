@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,13 +23,20 @@ from tests.fakes.memory_store import InMemoryStore
 CANNED_SUMMARY = "\n".join(f"## {name}\n- canned {name.lower()}" for name in SECTIONS if name != "Archived")
 
 
+@dataclass(frozen=True)
+class Cut:
+    """A scripted summary the model could not finish: it stops at max_tokens."""
+
+    text: str
+
+
 class ScriptedSummarizer:
-    """An LLMProvider for unit tests: answers with canned text or raises scripted errors."""
+    """An LLMProvider for unit tests: answers with canned text, cut-off text, or scripted errors."""
 
     name = "scripted"
 
-    def __init__(self, *replies: str | LLMError) -> None:
-        self.replies: list[str | LLMError] = list(replies)
+    def __init__(self, *replies: str | Cut | LLMError) -> None:
+        self.replies: list[str | Cut | LLMError] = list(replies)
         self.requests: list[LLMRequest] = []
 
     async def create(self, request: LLMRequest) -> LLMResponse:
@@ -36,10 +44,11 @@ class ScriptedSummarizer:
         reply = self.replies.pop(0) if self.replies else CANNED_SUMMARY
         if isinstance(reply, LLMError):
             raise reply
+        cut = isinstance(reply, Cut)
         return LLMResponse(
-            content=[text_block(reply)],
-            stop_reason="end_turn",
-            usage=Usage(input_tokens=1000, output_tokens=200),
+            content=[text_block(reply.text if isinstance(reply, Cut) else reply)],
+            stop_reason="max_tokens" if cut else "end_turn",
+            usage=Usage(input_tokens=1000, output_tokens=request.max_tokens if cut else 200),
             model=request.model,
         )
 
@@ -133,11 +142,14 @@ _OUTPUT = st.one_of(
 @st.composite
 def transcripts(draw: st.DrawFn, max_turns: int = 12) -> list[ChatMessage]:
     """Valid transcripts: user turns, 0-3 tool rounds each (1-3 calls per round, results in one
-    message or split), long and identical outputs, maybe ending mid tool round."""
+    message or split), long and identical outputs, maybe a long first message (a pasted brief
+    that no tail budget holds), maybe ending mid tool round."""
     out: list[ChatMessage] = []
     turns = draw(st.integers(1, max_turns))
+    long_first = draw(st.one_of(st.just(0), st.integers(2_000, 12_000)))
     for turn in range(turns):
-        out.append(user(draw(_TEXT)))
+        text = draw(_TEXT)
+        out.append(user(f"{text} {'brief ' * (long_first // 6)}" if turn == 0 and long_first else text))
         for _ in range(draw(st.integers(0, 3))):
             outputs = draw(st.lists(_OUTPUT, min_size=1, max_size=3))
             out.extend(tool_round(outputs, split_results=draw(st.booleans())))

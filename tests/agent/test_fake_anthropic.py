@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.anthropic import SUMMARY_HEADINGS, FakeAnthropic, text_reply, tool_use_reply
-from tests.fakes.anthropic_cache import PromptCache, count_tokens
+from tests.fakes.anthropic_cache import TOOL_PREAMBLE_TOKENS, PromptCache, count_tokens
 
-MODEL = "claude-test"
+MODEL = "claude-sonnet-4-6"
 CC = {"type": "ephemeral"}
 
 
@@ -132,6 +132,44 @@ async def test_prompt_over_the_window_is_too_long(
     error = await rejected(client, messages=messages)
     tokens = fake.count_tokens({"messages": messages})
     assert error.api_message == f"prompt is too long: {tokens} tokens > 50 maximum"
+
+
+async def test_max_tokens_above_the_models_output_cap_is_rejected(client: anthropic.AsyncAnthropic) -> None:
+    messages = [user("hello")]
+    ok = await client.messages.create(model="claude-3-5-haiku-20241022", max_tokens=8_192, messages=messages)
+    assert ok.content
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.messages.create(model="claude-3-5-haiku-20241022", max_tokens=8_193, messages=messages)
+    assert info.value.api_message == (
+        "max_tokens: 8193 > 8192, which is the maximum allowed number of output tokens for "
+        "claude-3-5-haiku-20241022"
+    )
+
+
+async def test_each_model_has_its_own_window() -> None:
+    fake_windows = FakeAnthropic(windows={"claude-haiku-4-5": 100})
+    async with fake_windows:
+        sdk = anthropic.AsyncAnthropic(base_url=fake_windows.base_url, api_key="k", max_retries=0)
+        try:
+            messages = [user("word " * 200)]
+            assert (await sdk.messages.create(model=MODEL, max_tokens=10, messages=messages)).content
+            with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
+                await sdk.messages.create(model="claude-haiku-4-5", max_tokens=10, messages=messages)
+        finally:
+            await sdk.close()
+
+
+async def test_an_unknown_model_is_not_found(client: anthropic.AsyncAnthropic) -> None:
+    with pytest.raises(anthropic.NotFoundError):
+        await client.messages.create(model="claude-nonexistent", max_tokens=10, messages=[user("hi")])
+
+
+async def test_cjk_counts_one_token_a_character_and_tools_pay_the_preamble(fake: FakeAnthropic) -> None:
+    latin = fake.count_tokens({"messages": [user("a" * 4000)]})
+    assert fake.count_tokens({"messages": [user("漢" * 4000)]}) == latin + 3000
+    tool = {"name": "t", "description": "d", "input_schema": {"type": "object"}}
+    alone = fake.count_tokens({"messages": [user("hi")]})
+    assert fake.count_tokens({"messages": [user("hi")], "tools": [tool]}) > alone + TOOL_PREAMBLE_TOKENS
 
 
 async def test_records_each_request_with_headers(

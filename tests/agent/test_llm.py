@@ -27,7 +27,7 @@ from agent.provider import LLMProvider, LLMRequest
 from agent.settings import LLMSettings
 from tests.fakes.anthropic import FakeAnthropic, tool_use_reply
 
-MODEL = "claude-test"
+MODEL = "claude-sonnet-4-6"
 CC = {"type": "ephemeral"}
 Factory = Callable[..., AnthropicProvider]
 

@@ -15,7 +15,7 @@ from agent.settings import LLMSettings
 from tests.fakes.anthropic import FakeAnthropic, text_reply, tool_use_reply
 from tests.fakes.anthropic_sse import Pacing
 
-MODEL = "claude-test"
+MODEL = "claude-sonnet-4-6"  # a model the fake knows (it refuses unknown ones, as the API does)
 LONG = "A reply written a few words at a time, " * 8
 
 

@@ -7,12 +7,17 @@ import pytest
 from agent.tokens import (
     DEFAULT_MODEL_INFO,
     IMAGE_TOKENS,
+    MAX_SCALE,
+    MIN_SCALE,
+    TOOL_PREAMBLE_TOKENS,
+    PromptSize,
     calibrate,
     cost_usd,
     estimate_message_tokens,
     estimate_messages_tokens,
+    estimate_prompt_tokens,
     estimate_text_tokens,
-    messages_chars,
+    estimate_tokens,
     model_info,
 )
 from agent.types import ChatMessage, ContextState, Usage
@@ -43,25 +48,53 @@ def test_tool_blocks_count_their_json() -> None:
     assert estimate_message_tokens(ChatMessage(role="user", content=[result])) >= 1000
 
 
-def test_calibrated_estimate_uses_learned_ratio() -> None:
+def test_calibrated_estimate_uses_the_learned_scale() -> None:
     ms = [ChatMessage.user("z" * 3000)]
-    assert estimate_messages_tokens(ms, chars_per_token=2.0) == messages_chars(ms) // 2
-    assert estimate_messages_tokens(ms) < estimate_messages_tokens(ms, chars_per_token=2.0)
+    assert estimate_messages_tokens(ms, scale=2.0) == 2 * estimate_messages_tokens(ms)
+    state = ContextState(token_scale=2.0)
+    assert estimate_tokens("漢字" * 100, state) == 400  # the scale multiplies the script-aware estimate
 
 
-def test_calibrate_smooths_and_clamps() -> None:
+def test_calibration_takes_the_fixed_overhead_out() -> None:
     state = ContextState()
-    calibrate(state, 30_000, 10_000)
-    assert state.chars_per_token == 3.0
-    calibrate(state, 50_000, 10_000)
-    assert state.chars_per_token == pytest.approx(3.0 + 0.3 * 2.0)
-    calibrate(state, 1, 10_000)
-    assert state.chars_per_token >= 1.0
+    # 10,000 rough message tokens; the real count includes 3,000 tokens of tools and preamble.
+    calibrate(state, PromptSize(messages=10_000, overhead=3_000), 13_000)
+    assert state.token_scale == 1.0
+    calibrate(state, PromptSize(messages=10_000, overhead=3_000), 15_000)
+    assert state.token_scale == pytest.approx(1.0 + 0.3 * 0.2)
+
+
+def test_calibration_waits_until_the_messages_outweigh_the_overhead() -> None:
+    state = ContextState()
+    calibrate(state, PromptSize(messages=60, overhead=2_500), 2_700)  # three small turns and the tools
+    assert state.token_scale is None
+
+
+def test_calibration_is_clamped_and_ignores_nonsense() -> None:
+    state = ContextState()
+    calibrate(state, PromptSize(messages=1_000, overhead=0), 1_000_000)
+    assert state.token_scale == MAX_SCALE
+    calibrate(state, PromptSize(messages=1_000, overhead=0), 0)
+    assert state.token_scale == MAX_SCALE
     fresh = ContextState()
-    calibrate(fresh, 1_000_000, 10)
-    assert fresh.chars_per_token == 8.0
-    calibrate(fresh, 100, 0)  # nonsense is ignored
-    assert fresh.chars_per_token == 8.0
+    calibrate(fresh, PromptSize(messages=1_000, overhead=900), 901)
+    assert fresh.token_scale == MIN_SCALE
+
+
+def test_the_estimate_is_the_last_real_count_plus_calibrated_growth() -> None:
+    ms = [ChatMessage.user("a" * 400)]
+    state = ContextState(
+        last_prompt_tokens=5_000, last_prompt_estimate=estimate_messages_tokens(ms), token_scale=2.0
+    )
+    grown = [*ms, ChatMessage.user("b" * 396)]  # 99 + 4 rough tokens more
+    assert estimate_prompt_tokens("sys", grown, state) == 5_000 + 2 * 103
+
+
+def test_without_a_real_count_the_estimate_adds_the_tool_preamble() -> None:
+    tools = [{"name": "t", "description": "d", "input_schema": {"type": "object"}}]
+    ms = [ChatMessage.user("a" * 400)]
+    without = estimate_prompt_tokens("sys", ms, ContextState())
+    assert estimate_prompt_tokens("sys", ms, ContextState(), tools=tools) > without + TOOL_PREAMBLE_TOKENS
 
 
 def test_model_table_longest_substring_wins() -> None:

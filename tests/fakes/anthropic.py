@@ -1,9 +1,12 @@
 """A fake Anthropic Messages API on 127.0.0.1 that the real ``anthropic`` SDK talks to.
 
 It validates every request with :func:`agent.transcript.validate_wire` (the same rules the
-agent checks before a real call), enforces a context window with a deterministic token
-count, accounts prompt caching by prefix, and answers with scripted replies, a responder
-callable, or a default echo (``ack: ...``) / structured summary.
+agent checks before a real call), knows each model's window and output cap like the real
+API (an unknown model is a 404, ``max_tokens`` above the model's cap and a prompt over its
+window are 400s), counts tokens deterministically, accounts prompt caching by prefix, and
+answers with scripted replies, a responder callable, or a default echo (``ack: ...``) /
+structured summary. ``context_window`` narrows every model's window (a small window makes a
+test compact early); ``windows`` sets single models' windows (substring match, longest wins).
 
     async with FakeAnthropic(context_window=10_000) as fake:
         fake.script(tool_use_reply("memory", {"command": "view"}), text_reply("done"))
@@ -20,7 +23,7 @@ import json
 import math
 import uuid
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +50,46 @@ SUMMARY_HEADINGS: tuple[str, ...] = (
     "## Key Facts",
 )
 SUMMARY_MARKERS = ("<summary-request>", "<previous_summary>")
+# The Messages API takes request bodies up to 32 MB (aiohttp's own default is 1 MB).
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits:
+    """What the real API accepts for a model: its context window and its output cap (tokens)."""
+
+    context_window: int
+    max_output: int
+
+
+# The published limits (written out here, not imported from agent.tokens: the fake must not
+# share the table it checks). Substring match, longest key wins, as model ids carry dates.
+# Sonnet 4.x answers up to 1M tokens only with the context-1m beta header, which Hygieia does
+# not send: without it, 200k (``windows`` can play a deployment that has it).
+MODEL_LIMITS: dict[str, ModelLimits] = {
+    "claude-opus-4-8": ModelLimits(200_000, 64_000),
+    "claude-opus-4-7": ModelLimits(200_000, 64_000),
+    "claude-opus-4-6": ModelLimits(200_000, 64_000),
+    "claude-opus-4-5": ModelLimits(200_000, 64_000),
+    "claude-opus-4-1": ModelLimits(200_000, 32_000),
+    "claude-opus-4": ModelLimits(200_000, 32_000),
+    "claude-sonnet-4-6": ModelLimits(200_000, 64_000),
+    "claude-sonnet-4-5": ModelLimits(200_000, 64_000),
+    "claude-sonnet-4": ModelLimits(200_000, 64_000),
+    "claude-haiku-4-5": ModelLimits(200_000, 64_000),
+    "claude-3-7-sonnet": ModelLimits(200_000, 64_000),
+    "claude-3-5-sonnet": ModelLimits(200_000, 8_192),
+    "claude-3-5-haiku": ModelLimits(200_000, 8_192),
+    "claude-3-opus": ModelLimits(200_000, 4_096),
+    "claude-3-haiku": ModelLimits(200_000, 4_096),
+}
+
+
+def _longest(model: str, keys: Iterable[str]) -> str | None:
+    matches = [key for key in keys if key in model]
+    return max(matches, key=len) if matches else None
+
+
 SUMMARY_VERBS = ("summarize", "summarise")
 
 
@@ -196,6 +239,7 @@ class FakeAnthropic:
         self,
         *,
         context_window: int = 200_000,
+        windows: dict[str, int] | None = None,
         min_cacheable_tokens: int = 0,
         responder: Responder | None = None,
         api_key: str | None = None,
@@ -203,6 +247,7 @@ class FakeAnthropic:
         port: int = 0,
     ) -> None:
         self.context_window = context_window
+        self.windows = dict(windows or {})
         self.responder = responder
         self.api_key = api_key  # when set, other keys get 401 authentication_error
         self.count_tokens_enabled = count_tokens_enabled  # False: count_tokens answers 404
@@ -221,7 +266,7 @@ class FakeAnthropic:
 
     # lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
@@ -278,6 +323,18 @@ class FakeAnthropic:
         """Make the next streamed answer fail after ``after_deltas`` deltas ("error" event or "drop")."""
         self._breaks.append(Break(after_deltas, "drop" if how == "drop" else "error"))
 
+    def limits(self, model: str) -> ModelLimits | None:
+        """The model's limits as this server enforces them; None for a model the API does not know."""
+        key = _longest(model, MODEL_LIMITS)
+        if key is None:
+            return None
+        published = MODEL_LIMITS[key]
+        window = min(published.context_window, self.context_window)
+        named = _longest(model, self.windows)
+        if named is not None:
+            window = self.windows[named]
+        return ModelLimits(window, published.max_output)
+
     def count_tokens(self, body: dict[str, Any]) -> int:
         """The deterministic token count the fake uses for windows, usage and count_tokens."""
         return _count_tokens(body)
@@ -325,10 +382,9 @@ class FakeAnthropic:
         problems = _problems(body)
         if problems:
             return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
-        tokens = self.count_tokens(body)
-        if tokens > self.context_window:
-            message = f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
-            return self._error(ErrorReply(400, "invalid_request_error", message))
+        refused = self._over_limits(body)
+        if refused is not None:
+            return self._error(refused)
         answer = await self._answer(body)
         if isinstance(answer, ErrorReply):
             return self._error(answer)
@@ -339,6 +395,26 @@ class FakeAnthropic:
         await asyncio.sleep(generation_seconds(message, self.pacing))
         return web.json_response(message)
 
+    def _over_limits(self, body: dict[str, Any], *, output: bool = True) -> ErrorReply | None:
+        """The real API's answer to an unknown model, a max_tokens over the model's output cap,
+        or a prompt over its window; None when the request is within them."""
+        model = str(body["model"])
+        limits = self.limits(model)
+        if limits is None:
+            return ErrorReply(404, "not_found_error", f"model: {model}")
+        if output and body["max_tokens"] > limits.max_output:
+            return ErrorReply(
+                400,
+                "invalid_request_error",
+                f"max_tokens: {body['max_tokens']} > {limits.max_output}, which is the maximum allowed "
+                f"number of output tokens for {model}",
+            )
+        tokens = self.count_tokens(body)
+        if tokens > limits.context_window:
+            message = f"prompt is too long: {tokens} tokens > {limits.context_window} maximum"
+            return ErrorReply(400, "invalid_request_error", message)
+        return None
+
     async def _count(self, request: web.Request) -> web.Response:
         if not self.count_tokens_enabled:
             return self._error(ErrorReply(404, "not_found_error", "Not found"))
@@ -348,6 +424,9 @@ class FakeAnthropic:
         problems = _problems({"max_tokens": 1, **body} if isinstance(body, dict) else body)
         if problems:
             return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
+        refused = self._over_limits({"max_tokens": 1, **body}, output=False)
+        if refused is not None and refused.status == 404:
+            return self._error(refused)
         return web.json_response({"input_tokens": self.count_tokens(body)})
 
     async def _answer(self, body: dict[str, Any]) -> Answer:

@@ -3,8 +3,12 @@
 A request is serialized as one segment per cacheable unit, in the order the API builds its
 prompt prefix: tools -> system blocks -> message blocks. ``cache_control`` markers are left
 out of the segments, so moving a breakpoint does not change the prefix it ends.
-Tokens of a prefix = ceil(chars / 4), which makes ``input + cache write + cache read`` equal
-to :func:`count_tokens` for every request.
+Tokens of a prefix = ceil(weight / 4), where a character weighs 1 and a CJK, kana or Hangul
+character weighs 4 (one token each, as a real tokenizer counts them), which makes
+``input + cache write + cache read`` equal to :func:`count_tokens` for every request.
+
+Like the real API, a request that offers tools pays for the tool-use system prompt the API
+adds in front of everything: :data:`TOOL_PREAMBLE_TOKENS` (Claude 4 models, tool_choice auto).
 """
 
 from __future__ import annotations
@@ -12,15 +16,26 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 CHARS_PER_TOKEN = 4
+TOOL_PREAMBLE_TOKENS = 346
+# Written out here, not imported from agent.tokens: the fake must not share the estimator it checks.
+_WIDE = re.compile(
+    "[\u1100-\u11ff\u3000-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]"
+)
 
 
 def tokens_for_chars(chars: int) -> int:
-    """Tokens of a prefix of ``chars`` characters."""
+    """Tokens of a prefix of ``chars`` characters (weight units: a wide character counts 4)."""
     return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def weight(part: str) -> int:
+    """The weight of a segment: its length, plus 3 per wide character (so each is one token)."""
+    return len(part) + (0 if part.isascii() else 3 * len(_WIDE.findall(part)))
 
 
 def _dump(value: Any) -> str:
@@ -47,6 +62,8 @@ def segments(body: dict[str, Any]) -> tuple[list[str], list[int]]:
             marks.append(len(out))
         out.append(_dump({tag: _strip(block)} if role is None else {tag: _strip(block), "role": role}))
 
+    if body.get("tools"):
+        out.append("~" * (TOOL_PREAMBLE_TOKENS * CHARS_PER_TOKEN))  # the API's tool-use system prompt
     for tool in body.get("tools") or []:
         add("tool", tool)
     system = body.get("system")
@@ -72,7 +89,7 @@ def segments(body: dict[str, Any]) -> tuple[list[str], list[int]]:
 def count_tokens(body: dict[str, Any]) -> int:
     """The fake's token count of a request's prompt (system + messages + tools), at least 1."""
     parts, _ = segments(body)
-    return max(1, tokens_for_chars(sum(len(p) for p in parts)))
+    return max(1, tokens_for_chars(sum(weight(p) for p in parts)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +123,7 @@ class PromptCache:
     def account(self, body: dict[str, Any]) -> CacheUsage:
         """Split the request's tokens into input / cache write / cache read, caching new breakpoints."""
         parts, marks = segments(body)
-        total = max(1, tokens_for_chars(sum(len(p) for p in parts)))
+        total = max(1, tokens_for_chars(sum(weight(p) for p in parts)))
         if not marks:
             return CacheUsage(total, 0, 0)
         digest = hashlib.sha256(str(body.get("model")).encode())
@@ -116,7 +133,7 @@ class PromptCache:
         for part in parts:
             digest.update(b"\x00" + part.encode())
             digests.append(digest.copy().hexdigest())
-            chars += len(part)
+            chars += weight(part)
             prefix_tokens.append(tokens_for_chars(chars))
         last = max(marks)
         if prefix_tokens[last] < self.min_cacheable_tokens:

@@ -8,7 +8,6 @@ query language is the SQL store's own parser (``gateway.store.search_query``).
 from __future__ import annotations
 
 import copy
-import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -141,7 +140,9 @@ class InMemoryStore:
             row = self._rows.get(row_id)
             if row is None or row.session_id != session_id:
                 raise NotFound(f"message {row_id} is not in session {session_id}")
-        compaction_id = uuid.uuid4().hex
+        compaction_id = plan.compaction_id
+        if any(compaction_id == c.id for records in self._compactions.values() for c in records):
+            raise StoreError(f"compaction {compaction_id} was already applied")
         archived = [self._rows[i] for i in plan.archive_ids]
         for row in archived:
             row.message = replace(row.message, active=False, compacted=True, compaction_id=compaction_id)
@@ -152,9 +153,8 @@ class InMemoryStore:
             sub = max(
                 r.sub_seq for r in self._rows.values() if r.session_id == session_id and r.message.seq == seq
             )
-            new_id = self._insert(
-                session_id, insertion.message, seq=seq, sub_seq=sub + 1, produced_by=compaction_id
-            )
+            product = replace(insertion.message, platform_message_id=None)
+            new_id = self._insert(session_id, product, seq=seq, sub_seq=sub + 1, produced_by=compaction_id)
             produced.append(new_id)
             if insertion.message.kind == "summary":
                 summary_id = new_id

@@ -178,6 +178,7 @@ async def test_an_open_summarizer_breaker_keeps_the_sweep_away(store: Store) -> 
         broken = await session_at(rig, "broken", 0.9)
         state = await rig.store.load_context_state(broken.id)
         state.consecutive_failures = rig.settings.compression.max_consecutive_failures
+        state.cooldown_until = THREE_AM + timedelta(hours=1)  # open: its back-off is running
         await rig.store.save_context_state(broken.id, state)
 
         report = await sweep_of(rig).run(THREE_AM)

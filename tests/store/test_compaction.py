@@ -10,10 +10,14 @@ from typing import Any
 import pytest
 from sqlalchemy import event, func, select
 
+from agent.compaction import compact
+from agent.compressor import ContextCompressor
 from agent.errors import NotFound, StoreError
-from agent.types import ChatMessage, Insertion
+from agent.settings import CompressionSettings
+from agent.types import AgentSession, ChatMessage, Insertion
 from gateway.store.models import messages
 from gateway.store.repository import Store
+from tests.agent.conftest import ScriptedSummarizer, conversation
 from tests.store.helpers import append_turns, ids, new_session, summary_plan
 
 
@@ -224,3 +228,21 @@ async def test_messages_after_returns_every_state(store: Store) -> None:
         msgs[4].id,
         msgs[5].id,
     ]
+
+
+async def test_a_compaction_that_prunes_a_message_with_a_platform_id_is_stored(store: Store) -> None:
+    # The pruned copy must not repeat the original's platform message id (unique per session).
+    sid = await new_session(store)
+    session = AgentSession(id=sid, system_prompt="sys", model="claude-sonnet-4-6", context_window=20_000)
+    stored = [
+        await store.append_message(sid, replace(m, platform_message_id="tg:77") if i == 2 else m)
+        for i, m in enumerate(conversation(12, output_chars=3000, words=40))
+    ]
+    engine = ContextCompressor(CompressionSettings(protect_last_n=4), ScriptedSummarizer(), summary_model="m")
+
+    result = await compact(engine, store, session, trigger="in_loop")
+
+    assert result.record is not None
+    assert [m.id for m in await store.load_active(sid) if m.platform_message_id] == []
+    assert stored[2].id is not None
+    assert (await store.get_message(stored[2].id)).platform_message_id == "tg:77"  # the archived original

@@ -84,7 +84,7 @@ async def test_context_state_round_trips(store: Store) -> None:
     state = ContextState(
         last_prompt_tokens=1234,
         last_prompt_at=datetime(2026, 2, 3, 4, 5, 6, tzinfo=UTC),
-        chars_per_token=3.7,
+        token_scale=1.3,
         cooldown_until=datetime(2026, 2, 3, 5, 0, tzinfo=UTC),
         consecutive_failures=2,
         extra={"note": "a\x00b"},
