@@ -73,6 +73,12 @@ class DiscordSettings(BaseModel):
     ambient: bool = True
     shard_ids: list[int] | None = None
     shard_count: int | None = None
+    slash_commands: bool = True
+    command_guild_ids: list[int] | None = None
+    """Register the slash commands in these guilds only (they appear at once: for development);
+    unset registers them globally."""
+    interaction_defer_seconds: float = Field(2.0, gt=0, lt=3.0)
+    """An interaction not answered by then is acknowledged ("thinking...") and answered later."""
 
 
 class SessionSettings(BaseModel):
@@ -90,6 +96,34 @@ class SessionSettings(BaseModel):
     turn_grace_seconds: float = Field(30.0, ge=0)
     # A compaction still running after this long gets the one-line "summarizing" notice.
     summarizing_notice_seconds: float = Field(5.0, ge=0)
+
+
+class DeliverySettings(BaseModel):
+    """Keys under ``delivery:``: how replies are shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    streaming: bool = True
+    """Show replies while they are written (Telegram, Discord, the interactive console); a piped
+    console never streams."""
+    edit_interval_seconds: float = Field(1.0, ge=0.2, le=10.0)
+    """At most one edit of a streamed reply per chat this often (platform rate limits)."""
+
+
+class MediaSettings(BaseModel):
+    """Keys under ``media:``: pictures and PDFs the model is shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    max_download_bytes: int = Field(20_000_000, ge=1)
+    """Files larger than this are not fetched (Telegram's bots cannot fetch more than 20 MB)."""
+    max_images_per_message: int = Field(5, ge=0, le=20)
+    max_session_images: int = Field(20, ge=0, le=100)
+    """Pictures in a conversation's active part; older ones are summarized away by compaction."""
+    max_image_edge: int = Field(1568, ge=200, le=8000)
+    max_pdf_pages: int = Field(100, ge=1, le=100)
+    max_pdf_text_chars: int = Field(100_000, ge=1000)
 
 
 class AdminSettings(BaseModel):
@@ -236,6 +270,8 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
+    delivery: DeliverySettings = Field(default_factory=DeliverySettings)
+    media: MediaSettings = Field(default_factory=MediaSettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
 
