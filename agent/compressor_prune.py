@@ -10,9 +10,10 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from agent.images import image_size
 from agent.types import ChatMessage, ContentBlock, content_text
 
 PRUNED_MARK = "[pruned tool output]"
@@ -73,6 +74,19 @@ def _recall(message_id: int | None) -> str:
     return f' recall {{"from_id": {message_id}, "to_id": {message_id}}} for the full text.'
 
 
+def describe_media(block: ContentBlock, message_id: int | None) -> str:
+    """One line in place of an old image or PDF (the original stays in the archive)."""
+    source = block.get("source")
+    media_type = source.get("media_type", "") if isinstance(source, dict) else ""
+    data = source.get("data") if isinstance(source, dict) else None
+    size = image_size(data) if block.get("type") == "image" and isinstance(data, str) else None
+    facts = ", ".join(str(x) for x in (media_type, f"{size[0]}x{size[1]}" if size else None) if x)
+    where = (
+        f' recall {{"from_id": {message_id}, "to_id": {message_id}}} shows it again.' if message_id else ""
+    )
+    return f"{PRUNED_MARK} {block.get('type')} ({facts}) archived.{where}"
+
+
 def shrink_json(value: Any, limit: int) -> Any:
     """``value`` with every string longer than ``limit`` cut, marked; still the same JSON shape."""
     if isinstance(value, str) and len(value) > limit:
@@ -106,7 +120,9 @@ def prune_messages(messages: Sequence[ChatMessage], *, end: int, prune_chars: in
             touched = touched or new_block is not block
             new_content.append(new_block)
         if touched:
-            out[index] = m.with_content(new_content)
+            # The copy goes into the active view; the archived original keeps the platform id
+            # (unique per session), so the copy must not carry it too.
+            out[index] = replace(m.with_content(new_content), platform_message_id=None)
             changed.append(index)
     return PruneResult(out, tuple(changed))
 
@@ -127,6 +143,8 @@ def _prune_block(
             if shrunk != tool_input:
                 return {**block, "input": shrunk}
         return block
+    if kind in ("image", "document"):
+        return {"type": "text", "text": describe_media(block, m.id)}
     if kind != "tool_result":
         return block
     text, images = _result_parts(block)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anthropic
+import httpx2
 
 from agent.errors import (
     AuthenticationFailed,
@@ -26,6 +27,7 @@ from agent.errors import (
     RateLimited,
     SpendLimitReached,
 )
+from agent.llm_stream import TextSink
 from agent.provider import LLMRequest, LLMResponse
 from agent.settings import LLMSettings
 from agent.types import ContentBlock, Usage
@@ -103,8 +105,25 @@ def _status_error(status: int, message: str, headers: Mapping[str, str]) -> LLME
     return LLMError(message, status_code=status)
 
 
+# An ``error`` event in a stream arrives on a 200 response: its type says what the status would be.
+_STREAM_ERROR_STATUS = {
+    "overloaded_error": 529,
+    "api_error": 500,
+    "rate_limit_error": 429,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+}
+
+
 def map_error(exc: anthropic.AnthropicError) -> LLMError:
     """The :mod:`agent.errors` exception for an SDK exception (the caller raises it ``from exc``)."""
+    if isinstance(exc, anthropic.APIStatusError) and exc.status_code < 400:
+        status = _STREAM_ERROR_STATUS.get(str(exc.type or ""), 500)
+        detail = exc.api_message or exc.message
+        return _status_error(status, f"Anthropic API stream error {exc.type}: {detail}", {})
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderUnreachable("Anthropic API request timed out")
     if isinstance(exc, anthropic.APIConnectionError):
@@ -143,25 +162,58 @@ class AnthropicProvider:
             params["tools"] = request.tools
         return params
 
-    async def create(self, request: LLMRequest) -> LLMResponse:
-        params = self._params(request)
+    @staticmethod
+    def _call_params(request: LLMRequest) -> dict[str, Any]:
+        params = AnthropicProvider._params(request)
         params["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             # SDK 2.x dropped the temperature argument; the API still reads it from the body.
             params["extra_body"] = {"temperature": request.temperature}
+        return params
+
+    @staticmethod
+    def _failed(request: LLMRequest, exc: anthropic.AnthropicError) -> LLMError:
+        error = map_error(exc)
+        logger.warning(
+            "anthropic call failed: model=%s purpose=%s error=%s: %s",
+            request.model,
+            request.purpose,
+            type(error).__name__,
+            error,
+        )
+        return error
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
         started = time.monotonic()
         try:
-            message = await self._client.messages.create(**params)
+            message = await self._client.messages.create(**self._call_params(request))
         except anthropic.AnthropicError as exc:
-            error = map_error(exc)
-            logger.warning(
-                "anthropic call failed: model=%s purpose=%s error=%s: %s",
-                request.model,
-                request.purpose,
-                type(error).__name__,
-                error,
-            )
+            raise self._failed(request, exc) from exc
+        return self._response(request, message, started)
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """The same call as :meth:`create`, streamed: ``on_text`` gets each text delta as it arrives.
+
+        A stream that breaks midway (an ``error`` event, a dropped connection) raises the same
+        errors as a failed call; the SDK does not retry it, the caller's retry policy applies.
+        """
+        started = time.monotonic()
+        try:
+            async with self._client.messages.stream(**self._call_params(request)) as events:
+                async for event in events:
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        on_text(event.delta.text)
+                message = await events.get_final_message()
+        except anthropic.AnthropicError as exc:
+            raise self._failed(request, exc) from exc
+        except httpx2.HTTPError as exc:  # the connection dropped mid-stream
+            error = ProviderUnreachable(f"the Anthropic API stream broke off: {exc!r}")
+            logger.warning("anthropic stream failed: model=%s: %s", request.model, error)
             raise error from exc
+        return self._response(request, message, started)
+
+    @staticmethod
+    def _response(request: LLMRequest, message: anthropic.types.Message, started: float) -> LLMResponse:
         content: list[ContentBlock] = [
             block.to_dict(mode="json", exclude_none=True) for block in message.content
         ]

@@ -21,6 +21,7 @@ from typing import Any
 from agent.compaction import WhenSlow, compact, learn_api_limit, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflow, LLMError
+from agent.llm_stream import StreamingProvider, TurnListener
 from agent.loop_request import build_request, estimate_request_tokens, turn_ttl
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.settings import LLMSettings, PromptCachingSettings
@@ -86,6 +87,7 @@ class _Turn:
     results: list[ContentBlock] = field(default_factory=list)
     just_compacted: bool = False
     iterations: int = 0
+    listener: TurnListener | None = None
 
     def record(self, stored: ChatMessage, *, produced: bool) -> None:
         self.view.append(stored)
@@ -149,11 +151,13 @@ class AgentLoop:
         message: ChatMessage | None = None,
         memory_scope: str | None = None,
         when_slow: WhenSlow | None = None,
+        listener: TurnListener | None = None,
     ) -> TurnResult:
         """Answer the conversation as it stands (``history``, else the stored active view).
 
         ``message``, when given, is stored and appended first; otherwise the caller has
-        already stored the user's message. ``when_slow`` is told when a compaction takes long.
+        already stored the user's message. ``when_slow`` is told when a compaction takes long;
+        ``listener`` sees the reply as it is streamed (when the provider can stream).
         Raises :class:`agent.errors.LLMError` subclasses for provider failures;
         ``asyncio.CancelledError`` leaves the transcript valid.
         """
@@ -162,7 +166,7 @@ class AgentLoop:
         session = with_api_limit(session, state)
         ttl = turn_ttl(self._caching.cache_ttl, view) if self._caching.enabled else None
         scope = memory_scope or session.key or session.id
-        turn = _Turn(session, view, state, scope, ttl, self.tools.definitions(), when_slow)
+        turn = _Turn(session, view, state, scope, ttl, self.tools.definitions(), when_slow, listener=listener)
         try:
             if message is not None:
                 await self._append(turn, message, produced=False)
@@ -283,7 +287,7 @@ class AgentLoop:
     async def _call(self, turn: _Turn) -> LLMResponse:
         request = self._request(turn)
         try:
-            response = await self._provider.create(request)
+            response = await self._create(turn, request)
         except ContextOverflow as exc:
             _log.warning(
                 "prompt too long (%s > %s tokens): compacting and retrying once",
@@ -296,9 +300,17 @@ class AgentLoop:
             await self._store.save_context_state(turn.session.id, turn.state)
             await self._compact(turn, "reactive", exc.actual_tokens)
             request = self._request(turn)
-            response = await self._provider.create(request)  # a second overflow propagates
+            response = await self._create(turn, request)  # a second overflow propagates
         await self._account(turn, response)
         return response
+
+    async def _create(self, turn: _Turn, request: LLMRequest) -> LLMResponse:
+        """One call: streamed to the turn's listener when there is one and the provider can."""
+        listener = turn.listener
+        if listener is None or not isinstance(self._provider, StreamingProvider):
+            return await self._provider.create(request)
+        listener.call_started()
+        return await self._provider.stream(request, listener.text)
 
     async def _account(self, turn: _Turn, response: LLMResponse) -> None:
         """Record the call's usage and cost, and let the engine learn the real prompt size."""
@@ -336,6 +348,8 @@ class AgentLoop:
 
     async def _run_tool(self, turn: _Turn, use: ContentBlock) -> ToolOutput:
         name = str(use.get("name", ""))
+        if turn.listener is not None:
+            turn.listener.tool_started(name)
         ctx = ToolContext(
             turn.session, self._store, turn.memory_scope, self._clock, tool_use_id=str(use["id"])
         )

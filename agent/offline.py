@@ -7,10 +7,12 @@ compressor's fallback). Usage is estimated, and flagged so.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
 from agent.extractive import extractive_summary_off_loop
+from agent.llm_stream import TextSink
 from agent.prompts import extract_tagged, parse_transcript, strip_handoff
 from agent.provider import LLMRequest, LLMResponse
 from agent.tokens import estimate_text_tokens
@@ -66,6 +68,15 @@ class OfflineProvider:
             estimated_usage=True,
             billed=False,
         )
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """The same answer, handed over a word at a time (the machinery sees a real stream)."""
+        response = await self.create(request)
+        text = str(response.content[0].get("text", ""))
+        for piece in re.findall(r"\S+\s*|\s+", text):
+            on_text(piece)
+            await asyncio.sleep(0)
+        return response
 
     async def count_tokens(self, request: LLMRequest) -> int | None:
         return None

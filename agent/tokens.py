@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from agent.images import media_tokens
 from agent.types import ChatMessage, ContentBlock, ContextState, Usage
 
 CHARS_PER_TOKEN = 4.0
@@ -141,12 +142,12 @@ def estimate_text_tokens(text: str) -> int:
 
 
 def _block_parts(block: ContentBlock) -> tuple[str, int]:
-    """(countable text, number of images) of one content block."""
+    """(countable text, tokens of its images and documents) of one content block."""
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", "")), 0
     if kind in ("image", "document"):
-        return "", 1
+        return "", media_tokens(block)  # the API's own per-image formula, pages for a PDF
     if kind == "tool_result":
         inner = block.get("content", "")
         if isinstance(inner, list):
@@ -164,7 +165,7 @@ def estimate_message_tokens(m: ChatMessage) -> int:
     total = MESSAGE_OVERHEAD_TOKENS
     for block in m.content:
         text, images = _block_parts(block)
-        total += estimate_text_tokens(text) + images * IMAGE_TOKENS
+        total += estimate_text_tokens(text) + images
     return total
 
 

@@ -47,7 +47,7 @@ def run(
     # Imported here, not at the top: the service pulls in the platform SDKs (~2 s), which
     # `hygieia sessions ...` and `--help` should not pay for.
     from gateway.logging_setup import configure_logging
-    from gateway.runner import run_service
+    from gateway.runner import chats_on_this_terminal, run_service
 
     allowed = {"console", "telegram", "discord"}
     unknown = [p for p in platform or [] if p not in allowed]
@@ -56,7 +56,7 @@ def run(
             f"[red]--platform:[/red] unknown {', '.join(unknown)}; choose from console, telegram, discord"
         )
         raise typer.Exit(2)
-    configure_logging(settings)
+    configure_logging(settings, chat=chats_on_this_terminal(settings, platform))
     code = run_async(lambda: run_service(settings, list(platform) if platform else None))
     raise typer.Exit(code)
 

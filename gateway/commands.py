@@ -21,6 +21,7 @@ from agent.tasks import TaskRejected
 from agent.tokens import estimate_tokens
 from agent.tools.schedule import task_line
 from agent.types import AgentSession, ChatMessage, ContextState
+from gateway.platforms.base import CommandSpec
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
 from gateway.tasks import TaskBook
@@ -41,6 +42,15 @@ HELP: dict[str, str] = {
 ADMIN_HELP: dict[str, str] = {"restore": "undo the latest compaction of this conversation"}
 ALIASES = {"start": "help"}
 IMMEDIATE = frozenset({"stop"})
+ARGUMENTS: dict[str, tuple[str, str, bool]] = {
+    "compact": ("focus", "what the summary should keep in particular", False),
+    "cancel": ("id", "the reminder to cancel (its id from /tasks)", True),
+}
+"""Commands that take an argument: (option name, description, required), for native command menus."""
+PRIVATE = frozenset({"context", "usage", "status", "tasks", "help"})
+"""Answers only for the one who asked (Discord: ephemeral); the rest change the shared conversation."""
+SLOW = frozenset({"compact"})
+"""May take longer than a platform's answer window (a summarizer call)."""
 BAR_WIDTH = 30
 
 
@@ -61,6 +71,25 @@ def parse_command(text: str) -> Command | None:
     if name not in HELP and name not in ADMIN_HELP:
         return None
     return Command(name, args.strip())
+
+
+def command_specs() -> list[CommandSpec]:
+    """Every user command of :data:`HELP` (admin ones stay text-only) as platforms register them."""
+    specs: list[CommandSpec] = []
+    for name, text in HELP.items():
+        option, option_text, required = ARGUMENTS.get(name, (None, "", False))
+        specs.append(
+            CommandSpec(
+                name,
+                text[:100],
+                argument=option,
+                argument_description=option_text,
+                argument_required=required,
+                private=name in PRIVATE,
+                slow=name in SLOW,
+            )
+        )
+    return specs
 
 
 @dataclass(slots=True)

@@ -88,6 +88,12 @@ class DiscordSettings(BaseModel):
     ambient: bool = True
     shard_ids: list[int] | None = None
     shard_count: int | None = None
+    slash_commands: bool = True
+    command_guild_ids: list[int] | None = None
+    """Register the slash commands in these guilds only (they appear at once: for development);
+    unset registers them globally."""
+    interaction_defer_seconds: float = Field(2.0, gt=0, lt=3.0)
+    """An interaction not answered by then is acknowledged ("thinking...") and answered later."""
 
 
 class SessionSettings(BaseModel):
@@ -112,10 +118,16 @@ class SessionSettings(BaseModel):
 
 
 class DeliverySettings(BaseModel):
-    """Keys under ``delivery:``: how replies go out, and when a queue item becomes a dead letter."""
+    """Keys under ``delivery:``: how replies are shown and go out, and when a queue item becomes a
+    dead letter."""
 
     model_config = ConfigDict(extra="forbid")
 
+    streaming: bool = True
+    """Show replies while they are written (Telegram, Discord, the interactive console); a piped
+    console never streams."""
+    edit_interval_seconds: float = Field(1.0, ge=0.2, le=10.0)
+    """At most one edit of a streamed reply per chat this often (platform rate limits)."""
     max_reply_parts: int = Field(10, ge=1, le=100)
     """A reply that needs more messages is cut after this many, with a note on how to get the rest."""
     outbox_max_attempts: int = Field(6, ge=1, le=100)
@@ -124,6 +136,22 @@ class DeliverySettings(BaseModel):
     """Tries at serving one received message before it is marked failed and the sender is told once."""
     retry_base_seconds: float = Field(2.0, gt=0, le=3600)
     retry_max_seconds: float = Field(600.0, gt=0, le=86400)
+
+
+class MediaSettings(BaseModel):
+    """Keys under ``media:``: pictures and PDFs the model is shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    max_download_bytes: int = Field(20_000_000, ge=1)
+    """Files larger than this are not fetched (Telegram's bots cannot fetch more than 20 MB)."""
+    max_images_per_message: int = Field(5, ge=0, le=20)
+    max_session_images: int = Field(20, ge=0, le=100)
+    """Pictures in a conversation's active part; older ones are summarized away by compaction."""
+    max_image_edge: int = Field(1568, ge=200, le=8000)
+    max_pdf_pages: int = Field(100, ge=1, le=100)
+    max_pdf_text_chars: int = Field(100_000, ge=1000)
 
 
 class AdminSettings(BaseModel):
@@ -271,6 +299,7 @@ class Settings(BaseSettings):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
+    media: MediaSettings = Field(default_factory=MediaSettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
 

@@ -104,6 +104,10 @@ class Delivery:
         except TimeoutError:
             _log.warning("delivery did not finish within %.1fs; pending replies stay in the outbox", within)
 
+    def adapter(self, platform: str) -> PlatformAdapter | None:
+        """The running adapter of ``platform`` (streamed replies talk to it directly)."""
+        return self._adapters.get(platform)
+
     def notify(self) -> None:
         """A new row is due: deliver it now rather than at the next poll."""
         self._wake.set()
@@ -154,7 +158,7 @@ class Delivery:
         sent = self._progress.setdefault(row.id, [])
         try:
             for index in range(len(sent), len(parts)):
-                part_target = target if index == 0 else _without_reply(target)
+                part_target = target if index == 0 else adapter.continuation(target)
                 ids = await adapter.send(part_target, parts[index])
                 sent.append(",".join(ids))
         except AdapterError as exc:
@@ -224,7 +228,3 @@ class Delivery:
                 await adapter.send(target, part)
         except AdapterError as exc:
             _log.info("direct send failed: %s", exc, extra={"platform": target.platform})
-
-
-def _without_reply(target: OutboundTarget) -> OutboundTarget:
-    return OutboundTarget(target.platform, target.chat_id, target.thread_id, None)

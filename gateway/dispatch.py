@@ -46,11 +46,13 @@ from gateway.inbound import (
     truncation_note,
     user_message,
 )
+from gateway.media_loader import MediaLoader, media_notice
 from gateway.platforms.base import InboundMessage, OutboundTarget
 from gateway.replies import PendingItem, Replies, reply_of, reply_target, without_quote
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
+from gateway.streaming import INTERRUPTED_NOTE, STOPPED_NOTE, Streams
 from gateway.tasks import TaskBook
 
 _log = logging.getLogger(__name__)
@@ -103,6 +105,8 @@ class Gateway:
         self._engine = engine
         self._delivery = delivery
         self._replies = Replies(store, delivery)
+        self.streams = Streams(store, delivery.adapter, settings.delivery)
+        self._media = MediaLoader(store, delivery.adapter, settings.media)
         self._directory = directory
         self._auth = Authorizer(settings)
         self._locks = SessionLocks()
@@ -377,7 +381,12 @@ class Gateway:
         for item in items:
             if await self._applied_edit(session.id, item):
                 continue
-            message = await self._store.append_message(session.id, user_message(item))
+            built, unreadable = await self._media.message_for(session, item)
+            message = await self._store.append_message(session.id, built)
+            if unreadable and item.addressed and self._retries.get(key, 0) == 0:
+                await self._replies.notice(
+                    session.id, without_quote(reply_target(item)), media_notice(unreadable)
+                )
             if item.addressed:
                 addressed.append(PendingItem(item, message))
             else:
@@ -442,26 +451,35 @@ class Gateway:
         except BaseException:
             typing.cancel()
             raise
+        live = self.streams.open(session.id, target)
         turn: asyncio.Task[TurnResult] = asyncio.create_task(
-            self._agent.run_turn(session, history=report.messages, when_slow=when_slow)
+            self._agent.run_turn(session, history=report.messages, when_slow=when_slow, listener=live)
         )
         self._turns[key] = turn
         try:
             await asyncio.wait({turn})
         except asyncio.CancelledError:
             turn.cancel()
+            if live is not None:
+                live.detach()  # its stream stays open: the next start marks it interrupted
             raise
         finally:
             self._turns.pop(key, None)
             typing.cancel()
         if turn.cancelled():
+            if live is not None:
+                stopped = self._cancel_reason.get(key, "stop") == "stop"
+                await live.abandon(STOPPED_NOTE if stopped else INTERRUPTED_NOTE)
             return await self._interrupted(key, session, pending)
         exc = turn.exception()
         if exc is None:
             self._retries.pop(key, None)
             text, message_id = reply_of(turn.result())
-            await self._replies.reply(session.id, pending, target, text, message_id)
+            if live is None or not await self.streams.deliver(live, pending, text, message_id):
+                await self._replies.reply(session.id, pending, target, text, message_id)
             return _Outcome.DONE
+        if live is not None:
+            await live.abandon(INTERRUPTED_NOTE)
         return await self._failed(key, session, pending, target, exc)
 
     def _summarizing_notice(self, session_id: str, target: OutboundTarget) -> WhenSlow:

@@ -86,23 +86,52 @@ def configured_secrets(settings: Settings) -> list[str]:
     return [v for v in values if v]
 
 
-def configure_logging(settings: Settings, *, stream: Any = None, log_file: bool = True) -> None:
-    """Install the root handlers (stderr, plus a JSON file under ``data_dir/logs``) with redaction."""
+class OneLineFormatter(logging.Formatter):
+    """``warning: what happened`` — one readable line for a person chatting in the terminal.
+
+    The details (fields, traceback) are in the JSON log file, which the line points to.
+    """
+
+    def __init__(self, log_path: str | None) -> None:
+        super().__init__()
+        self._log_path = log_path
+
+    def format(self, record: logging.LogRecord) -> str:
+        lines = record.getMessage().strip().splitlines() or [""]
+        text = lines[0]
+        if (record.exc_info or record.exc_text or len(lines) > 1) and self._log_path:
+            text += f" (details in {self._log_path})"
+        return f"{record.levelname.lower()}: {text}"
+
+
+def configure_logging(
+    settings: Settings, *, stream: Any = None, log_file: bool = True, chat: bool = False
+) -> None:
+    """Install the root handlers (stderr, plus a JSON file under ``data_dir/logs``) with redaction.
+
+    ``chat``: a person is chatting on this terminal (the interactive console), so stderr shows
+    only warnings and errors, each as one line; everything else goes to the log file only.
+    """
     stream = stream if stream is not None else sys.stderr
     use_json = settings.log_format == "json" or (
         settings.log_format == "auto" and not (hasattr(stream, "isatty") and stream.isatty())
     )
     handlers: list[logging.Handler] = []
-    if use_json:
-        handler: logging.Handler = logging.StreamHandler(stream)
+    file_handler = _file_handler(settings) if log_file else None
+    handler: logging.Handler
+    if chat:
+        handler = logging.StreamHandler(stream)
+        handler.setLevel(logging.WARNING)
+        log_path = getattr(file_handler, "baseFilename", None)
+        handler.setFormatter(OneLineFormatter(log_path))
+    elif use_json:
+        handler = logging.StreamHandler(stream)
         handler.setFormatter(JsonFormatter())
     else:
         handler = _text_handler(stream)
     handlers.append(handler)
-    if log_file:
-        file_handler = _file_handler(settings)
-        if file_handler is not None:
-            handlers.append(file_handler)
+    if file_handler is not None:
+        handlers.append(file_handler)
 
     redaction = RedactingFilter(configured_secrets(settings))
     root = logging.getLogger()

@@ -14,8 +14,10 @@ import contextlib
 import json
 import logging
 import signal
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent.compressor import ContextCompressor
 from agent.errors import ConfigError
@@ -26,6 +28,7 @@ from agent.provider import LLMProvider
 from agent.tokens import estimate_text_tokens, model_info
 from agent.tools import ToolRegistry, default_registry
 from agent.tools.schedule import ScheduleTool
+from gateway.commands import command_specs
 from gateway.config import Settings
 from gateway.delivery import Delivery
 from gateway.dispatch import Gateway
@@ -97,11 +100,22 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
                     api_base=settings.discord_api_base,
                     gateway_url=settings.discord_gateway_url,
                     settings=settings.discord,
+                    commands=command_specs(),
                 )
             )
         else:
             raise ConfigError(f"--platform: unknown platform {name!r}; choose console, telegram or discord")
     return adapters
+
+
+def chats_on_this_terminal(settings: Settings, platforms: Sequence[str] | None, stdin: Any = None) -> bool:
+    """True when the console will run as an interactive chat (a person types on this terminal)."""
+    stream = stdin if stdin is not None else sys.stdin
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        return False
+    if platforms:
+        return "console" in platforms
+    return settings.telegram_bot_token is None and settings.discord_bot_token is None
 
 
 def context_window_for(settings: Settings, model: str) -> int:
@@ -213,6 +227,7 @@ class Service:
         await self.gateway.start()
         for adapter in self.adapters:
             await adapter.start(self.gateway.intake)
+        await self.gateway.streams.recover()
         await self.scheduler.start()
         _log.info(
             "hygieia is running",
@@ -242,7 +257,9 @@ async def run_service(
     service = await Service.build(settings, adapters, lease_seconds=lease_seconds)
     console = next((a for a in adapters if isinstance(a, ConsoleAdapter)), None)
     if service.provider.name == "offline":
-        _log.warning(OFFLINE_BANNER)
+        # On the chat terminal the console shows the banner itself: the log line goes to the file.
+        chatting = console is not None and console.interactive
+        _log.log(logging.INFO if chatting else logging.WARNING, OFFLINE_BANNER)
         if console is not None:
             console.announce(OFFLINE_BANNER)
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.storage import ConversationStore
-from agent.types import AgentSession
+from agent.types import AgentSession, ContentBlock
 
 JSONObject = dict[str, Any]
 
@@ -54,6 +54,8 @@ class ToolOutput:
     text: str
     is_error: bool = False
     resume_points: tuple[ResumePoint, ...] = field(default_factory=tuple)
+    media: tuple[ContentBlock, ...] = ()
+    """Image or document blocks returned with the text (``recall`` of an archived picture)."""
 
     @classmethod
     def error(cls, text: str) -> ToolOutput:

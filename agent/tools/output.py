@@ -46,7 +46,7 @@ def cap_output(tool_name: str, output: ToolOutput, cap: int) -> ToolOutput:
             break
         reserve = len(notice) + 1
     # A notice longer than the cap itself (a huge input echoed back) is still better than no pointer.
-    return ToolOutput(text=text[:shown] + notice, is_error=output.is_error)
+    return ToolOutput(text=text[:shown] + notice, is_error=output.is_error, media=output.media)
 
 
 def tool_result_block(tool_use_id: str, output: ToolOutput) -> ContentBlock:
@@ -56,6 +56,8 @@ def tool_result_block(tool_use_id: str, output: ToolOutput) -> ContentBlock:
         "tool_use_id": tool_use_id,
         "content": output.text or "(no output)",
     }
+    if output.media:  # a result may carry images and documents next to its text
+        block["content"] = [{"type": "text", "text": output.text or "(no output)"}, *output.media]
     if output.is_error:
         block["is_error"] = True
     return block

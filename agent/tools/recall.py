@@ -13,6 +13,9 @@ MAX_LIMIT = 50
 MAX_OFFSET = 1_000_000_000
 
 
+MAX_MEDIA = 3  # images or PDFs returned by one recall, to keep one result within request limits
+
+
 def _header(message: ChatMessage) -> str:
     who = message.role + (f" {message.author_name}" if message.author_name else "")
     when = f" {message.created_at.astimezone(UTC):%Y-%m-%d %H:%M}" if message.created_at else ""
@@ -80,4 +83,9 @@ class RecallTool(Tool):
             lines.append("next_offset: none (end)")
         else:
             lines.append(f"next_offset: {page.next_offset}")
-        return ToolOutput("\n".join(lines), resume_points=tuple(points))
+        media = [b for m in page.messages for b in m.content if b.get("type") in ("image", "document")]
+        if len(media) > MAX_MEDIA:
+            lines.append(
+                f"({len(media) - MAX_MEDIA} more images/documents on this page: recall them one by one)"
+            )
+        return ToolOutput("\n".join(lines), resume_points=tuple(points), media=tuple(media[:MAX_MEDIA]))

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from agent.errors import AdapterError
+
 ChatType = Literal["dm", "group", "channel"]
 TextFormat = Literal["plain", "markdown", "html"]
 
@@ -62,6 +64,24 @@ class OutboundTarget:
     reply_to_message_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A chat command as a platform may offer it natively (Discord application commands).
+
+    ``argument`` names the one free-text option (``/compact [focus]``); ``private`` answers go
+    only to the caller where the platform can do that; ``slow`` ones may take longer than a
+    platform's answer window (they are acknowledged first and answered after).
+    """
+
+    name: str
+    description: str
+    argument: str | None = None
+    argument_description: str = ""
+    argument_required: bool = False
+    private: bool = False
+    slow: bool = False
+
+
 InboundHandler = Callable[[InboundMessage], Awaitable[None]]
 """The gateway's intake: returns once the message is committed to SQL (an adapter may
 acknowledge the update to its platform only after this returns)."""
@@ -93,6 +113,10 @@ class PlatformAdapter(ABC):
     async def send(self, target: OutboundTarget, text: str) -> list[str]:
         """Send one message part (already within the limit); returns the platform message ids."""
 
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """The bytes of a file that came with a message (at most ``max_bytes``)."""
+        raise AdapterError(f"{self.name} cannot fetch files")
+
     async def send_typing(self, target: OutboundTarget) -> None:
         """Show a typing indicator where the platform has one."""
         return None
@@ -100,3 +124,25 @@ class PlatformAdapter(ABC):
     def measure(self, text: str) -> int:
         """The length of ``text`` as the platform counts it (code points by default)."""
         return len(text)
+
+    streams: bool = False
+    """Can show a reply while it is written: :meth:`stream_send` one message, then :meth:`edit` it."""
+
+    async def stream_send(self, target: OutboundTarget, text: str) -> str:
+        """Post one message of a streamed reply (``text`` fits the limit); returns its id."""
+        ids = await self.send(target, text)
+        if not ids:
+            raise AdapterError(f"{self.name}: nothing was posted")
+        return ids[0]
+
+    async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
+        """Replace the text of one of our messages (``text`` fits the limit)."""
+        raise AdapterError(f"{self.name} cannot edit messages")
+
+    async def stream_end(self, target: OutboundTarget) -> None:
+        """The streamed reply to ``target`` is complete (nothing more will be edited)."""
+        return None
+
+    def continuation(self, target: OutboundTarget) -> OutboundTarget:
+        """Where the second and later parts of a long reply go: the same place, not quoting again."""
+        return OutboundTarget(target.platform, target.chat_id, target.thread_id, None)

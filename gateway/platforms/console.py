@@ -22,10 +22,11 @@ import uuid
 from typing import TextIO
 
 from rich.console import Console
-from rich.markdown import Markdown
+from rich.live import Live
 
 from agent.errors import AdapterError
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.platforms.console_render import renderable
 
 _log = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class ConsoleAdapter(PlatformAdapter):
         self.interactive = self._stdin.isatty() if interactive is None else interactive
         self._reply_timeout = reply_timeout
         self._rich = Console(file=self._stdout) if self.interactive else None
+        self.streams = self.interactive  # a pipe gets each reply whole, as one write
+        self._live: Live | None = None
         self._run_id = uuid.uuid4().hex[:10]
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._waiting: dict[str, asyncio.Event] = {}
@@ -106,7 +109,7 @@ class ConsoleAdapter(PlatformAdapter):
         if not self._started:
             raise AdapterError("the console adapter is not started")
         if self._rich is not None:
-            self._rich.print(Markdown(text))
+            self._rich.print(renderable(text))
             self._rich.print()
         else:
             self._stdout.write(text + "\n")
@@ -116,6 +119,31 @@ class ConsoleAdapter(PlatformAdapter):
         if waiter is not None:
             waiter.set()
         return [f"console-out-{self.sent_count}"]
+
+    async def stream_send(self, target: OutboundTarget, text: str) -> str:
+        """Start showing a reply as it is written (the interactive terminal only)."""
+        if self._rich is None:
+            return await super().stream_send(target, text)
+        if self._live is not None:
+            self._live.stop()
+        self._live = Live(renderable(text), console=self._rich, refresh_per_second=8, transient=False)
+        self._live.start()
+        self.sent_count += 1
+        return f"console-out-{self.sent_count}"
+
+    async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
+        if self._live is not None:
+            self._live.update(renderable(text), refresh=True)
+
+    async def stream_end(self, target: OutboundTarget) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+            if self._rich is not None:
+                self._rich.print()
+        waiter = self._waiting.get(target.reply_to_message_id or "")
+        if waiter is not None:
+            waiter.set()
 
     # input -------------------------------------------------------------------------------
     def _read_lines(self, loop: asyncio.AbstractEventLoop) -> None:

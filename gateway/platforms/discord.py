@@ -30,7 +30,15 @@ from discord.gateway import DiscordWebSocket
 
 from agent.errors import AdapterError, ConfigError
 from gateway.config import DiscordSettings
-from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.platforms import discord_interactions as slash
+from gateway.platforms.base import (
+    Attachment,
+    CommandSpec,
+    InboundHandler,
+    InboundMessage,
+    OutboundTarget,
+    PlatformAdapter,
+)
 from gateway.platforms.discord_client import Client, ShardedClient, intents, point_at, set_gateway
 from gateway.platforms.discord_inbound import PLATFORM, ReadLimits, to_inbound
 from gateway.splitter import split_message, utf16_len
@@ -47,6 +55,7 @@ class DiscordAdapter(PlatformAdapter):
     name = PLATFORM
     text_limit = 2000
     text_format = "markdown"
+    streams = True
 
     def __init__(
         self,
@@ -60,6 +69,7 @@ class DiscordAdapter(PlatformAdapter):
         stop_grace: float = 5.0,
         intake_attempts: int = 5,
         max_text_file_bytes: int = 200_000,
+        commands: list[CommandSpec] | None = None,
     ) -> None:
         if not token:
             raise ConfigError("DISCORD_BOT_TOKEN: empty")
@@ -78,7 +88,10 @@ class DiscordAdapter(PlatformAdapter):
         self._client: discord.Client | None = None
         self._connect: asyncio.Task[None] | None = None
         self._worker: asyncio.Task[None] | None = None
-        self._queue: asyncio.Queue[tuple[discord.Message, bool]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[discord.Message | discord.Interaction, bool]] = asyncio.Queue()
+        self._commands = list(commands or [])
+        self._interactions = slash.Interactions(self._commands, settings.interaction_defer_seconds)
+        self._tasks: set[asyncio.Task[None]] = set()
         self._ready = asyncio.Event()
         self._restore: Callable[[], None] | None = None
         self._bot_id = 0
@@ -111,6 +124,7 @@ class DiscordAdapter(PlatformAdapter):
         self._client, self._connect, self._bot_id = client, connect, client.user.id
         connect.add_done_callback(self._connection_ended)
         self._worker = asyncio.create_task(self._intake(handler), name="discord-intake")
+        await self._register_commands(client)
         _log.info("discord: started as %s (%s), %d guild(s)", client.user, client.user.id, len(client.guilds))
 
     async def stop(self) -> None:
@@ -128,6 +142,10 @@ class DiscordAdapter(PlatformAdapter):
                 _log.warning("discord: stopping with %d message(s) not handed over", self._queue.qsize() + 1)
             worker.cancel()
             await asyncio.gather(worker, return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._interactions.close()
         self._restore_endpoints()
         _log.info("discord: stopped")
 
@@ -150,6 +168,19 @@ class DiscordAdapter(PlatformAdapter):
             raise AdapterError(f"Discord login failed: HTTP {exc.status} {exc.text}") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise AdapterError(f"Discord is unreachable at {discord.http.Route.BASE}: {exc}") from exc
+
+    async def _register_commands(self, client: discord.Client) -> None:
+        """Slash commands on start; a failure is logged (text commands still work), never fatal."""
+        if not self._settings.slash_commands or not self._commands:
+            return
+        try:
+            written = await slash.register_commands(client, self._commands, self._settings.command_guild_ids)
+        except (*_SEND_ERRORS, AdapterError) as exc:
+            _log.warning("discord: could not register the slash commands: %s", exc)
+            return
+        guilds = self._settings.command_guild_ids
+        scope = f"guild(s) {guilds}" if guilds else "global"
+        _log.info("discord: slash commands %s (%s)", "updated" if written else "unchanged", scope)
 
     async def _discover_gateway(self, client: discord.Client) -> None:
         try:
@@ -222,14 +253,30 @@ class DiscordAdapter(PlatformAdapter):
     def client_message(self, message: discord.Message, *, edited: bool) -> None:
         self._queue.put_nowait((message, edited))
 
+    def client_interaction(self, interaction: discord.Interaction) -> None:
+        # The 3-second clock runs from now: acknowledge (or arm the timer) before queueing.
+        task = asyncio.create_task(self._take_interaction(interaction), name="discord-interaction")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _take_interaction(self, interaction: discord.Interaction) -> None:
+        if await self._interactions.received(interaction):
+            self._queue.put_nowait((interaction, False))
+
     async def _intake(self, handler: InboundHandler) -> None:
         """The one consumer: convert each message in order and hand it to the gateway."""
         while True:
             message, edited = await self._queue.get()
             try:
+                if isinstance(message, discord.Interaction):
+                    if not await self._deliver(handler, slash.to_inbound(message)):
+                        await self._interactions.failed(message)
+                    continue
                 inbound = await self._convert(message, edited)
                 if inbound is not None:
                     await self._deliver(handler, inbound)
+            except AdapterError as exc:
+                _log.warning("discord: %s", exc)
             finally:
                 self._queue.task_done()
 
@@ -246,12 +293,12 @@ class DiscordAdapter(PlatformAdapter):
             _log.warning("discord: could not read message %s: %r", getattr(message, "id", "?"), exc)
             return None
 
-    async def _deliver(self, handler: InboundHandler, inbound: InboundMessage) -> None:
+    async def _deliver(self, handler: InboundHandler, inbound: InboundMessage) -> bool:
         delay = 0.5
         for attempt in range(1, self._intake_attempts + 1):
             try:
                 await handler(inbound)
-                return
+                return True
             except Exception as exc:  # the gateway's intake failed: not committed, so try again
                 if attempt == self._intake_attempts:
                     _log.error(
@@ -260,10 +307,11 @@ class DiscordAdapter(PlatformAdapter):
                         attempt,
                         exc_info=exc,
                     )
-                    return
+                    return False
                 _log.warning("discord: intake failed (%s); retrying in %.1f s", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
+        return False
 
     # --- sending ---------------------------------------------------------------------------------
 
@@ -276,18 +324,59 @@ class DiscordAdapter(PlatformAdapter):
         client = self._require_client()
         if not text.strip():
             return []
-        parts = (
-            [text]
-            if self.measure(text) <= self.text_limit
-            else split_message(text, self.text_limit, measure=self.measure)
-        )
+        if (target.reply_to_message_id or "").startswith(slash.PREFIX):
+            if self._interactions.holds(target):
+                interaction_id = (target.reply_to_message_id or "").removeprefix(slash.PREFIX)
+                ids: list[str] = []
+                for part in self._parts(text):
+                    ids.extend(await self._interactions.answer(interaction_id, part))
+                return ids
+            # Restarted or expired: the answer goes to the channel as an ordinary message.
+            target = super().continuation(target)
+        parts = self._parts(text)
         channel_id = int(target.thread_id or target.chat_id)
         channel = _channel(client, channel_id)
         reference = _reference(target, channel_id)
-        ids: list[str] = []
+        ids = []
         for index, part in enumerate(parts):  # only the first part is a reply
             ids.append(await _post(channel, channel_id, part, reference if index == 0 else None))
         return ids
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """An attachment's bytes from its CDN URL (the file id of a Discord attachment)."""
+        client = self._require_client()
+        if not attachment.file_id:
+            raise AdapterError("Discord: the attachment has no URL")
+        try:
+            data: bytes = await client.http.get_from_cdn(attachment.file_id)
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            raise AdapterError(f"Discord: could not fetch the attachment: {exc}") from exc
+        if len(data) > max_bytes:
+            raise AdapterError(f"Discord: the attachment is larger than {max_bytes:,} bytes")
+        return data
+
+    async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
+        """PATCH the message's content (a streamed reply growing, or its final text)."""
+        client = self._require_client()
+        channel_id = int(target.thread_id or target.chat_id)
+        message = client.get_partial_messageable(channel_id).get_partial_message(int(message_id))
+        try:
+            await message.edit(content=text, allowed_mentions=_MENTIONS)
+        except discord.NotFound as exc:
+            raise AdapterError(f"Discord: message {message_id} to edit is gone: {exc.text}") from exc
+        except _SEND_ERRORS as exc:
+            raise AdapterError(f"Discord edit failed: {exc}") from exc
+
+    def _parts(self, text: str) -> list[str]:
+        if self.measure(text) <= self.text_limit:
+            return [text]
+        return split_message(text, self.text_limit, measure=self.measure)
+
+    def continuation(self, target: OutboundTarget) -> OutboundTarget:
+        """Later parts of an interaction's answer stay with the interaction (followups)."""
+        if (target.reply_to_message_id or "").startswith(slash.PREFIX):
+            return target
+        return super().continuation(target)
 
     async def send_typing(self, target: OutboundTarget) -> None:
         """Best effort: Discord shows "typing…" for ~10 s; a failure is logged, never raised."""

@@ -27,6 +27,8 @@ class ClientEvents(Protocol):
 
     def client_message(self, message: discord.Message, *, edited: bool) -> None: ...
 
+    def client_interaction(self, interaction: discord.Interaction) -> None: ...
+
 
 def intents() -> discord.Intents:
     """Guild metadata and channels, guild and DM messages, and their content (privileged)."""
@@ -69,6 +71,9 @@ class _Forwarding:
     async def on_message(self, message: discord.Message) -> None:
         # Synchronous hand-off: events run as tasks in arrival order, so the queue keeps that order.
         self.events.client_message(message, edited=False)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        self.events.client_interaction(interaction)
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         # The raw event fires for uncached messages too; embed unfurls arrive without edited_at.

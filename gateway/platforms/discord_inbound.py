@@ -132,7 +132,7 @@ def attachment_kind(item: discord.Attachment) -> Attachment:
     major = (mime or "").partition("/")[0]
     if major == "image":
         size = f" {item.width}x{item.height}" if item.width and item.height else ""
-        return replace(base, kind="photo", note=f"image{size}, not read")
+        return replace(base, kind="photo", note=f"image{size}")
     if major == "audio" and item.is_voice_message():
         return replace(base, kind="voice", note=f"voice message, {item.duration or 0:.0f} s, not transcribed")
     if major in ("audio", "video"):
@@ -151,7 +151,7 @@ async def _attachment(item: discord.Attachment, limits: ReadLimits) -> Attachmen
     if base.kind != "document":
         return base
     if not is_text_like(base.mime_type, base.file_name):
-        return replace(base, note="not a text file, not read")
+        return base  # pictures and PDFs are read when the message joins the conversation
     if item.size > max(limits.max_download_bytes, limits.max_text_bytes):
         return replace(base, note=f"too large to read ({item.size:,} bytes)")
     if not limits.download:

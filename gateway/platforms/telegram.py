@@ -31,7 +31,13 @@ from telegram.request import HTTPXRequest
 
 from agent.errors import AdapterError, ConfigError
 from gateway.config import TelegramSettings
-from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.platforms.base import (
+    Attachment,
+    InboundHandler,
+    InboundMessage,
+    OutboundTarget,
+    PlatformAdapter,
+)
 from gateway.platforms.telegram_format import to_telegram_html
 from gateway.platforms.telegram_inbound import PLATFORM, BotIdentity, DownloadLimits, to_inbound
 from gateway.splitter import split_message, utf16_len
@@ -114,6 +120,7 @@ class TelegramAdapter(PlatformAdapter):
     name = PLATFORM
     text_limit = 4096
     text_format = "html"
+    streams = True
 
     def __init__(
         self,
@@ -356,6 +363,41 @@ class TelegramAdapter(PlatformAdapter):
         except TelegramError as exc:
             raise AdapterError(f"Telegram send failed: {exc}") from exc
         return sent
+
+    async def download(self, attachment: Attachment, max_bytes: int) -> bytes:
+        """getFile, then the file endpoint (Bot API servers serve up to 20 MB)."""
+        app = self._require_app()
+        if not attachment.file_id:
+            raise AdapterError("Telegram: the attachment has no file id")
+        try:
+            file = await app.bot.get_file(attachment.file_id)
+            if file.file_size is not None and file.file_size > max_bytes:
+                raise AdapterError(f"Telegram: the file is larger than {max_bytes:,} bytes")
+            return bytes(await file.download_as_bytearray())
+        except TelegramError as exc:
+            raise AdapterError(f"Telegram: could not fetch the file: {exc}") from exc
+
+    async def edit(self, target: OutboundTarget, message_id: str, text: str) -> None:
+        """editMessageText (HTML, else the plain original); "message is not modified" is no error."""
+        app = self._require_app()
+        chat, _, number = message_id.rpartition(":")
+        chat_id = _chat_id(chat or target.chat_id)
+        for body, mode in ((to_telegram_html(text), ParseMode.HTML), (text, None)):
+            try:
+                await app.bot.edit_message_text(
+                    body, chat_id=chat_id, message_id=int(number), parse_mode=mode
+                )
+                return
+            except BadRequest as exc:
+                reason = str(exc).lower()
+                if "not modified" in reason:
+                    return
+                if mode is None or "can't parse entities" not in reason:
+                    raise AdapterError(f"Telegram refused the edit: {exc}") from exc
+            except RetryAfter as exc:
+                raise AdapterError(f"Telegram flood limit on edits: retry after {exc.retry_after}") from exc
+            except TelegramError as exc:
+                raise AdapterError(f"Telegram edit failed: {exc}") from exc
 
     async def send_typing(self, target: OutboundTarget) -> None:
         """Best effort: a failed typing indicator is logged, never raised."""

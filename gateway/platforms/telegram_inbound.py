@@ -232,7 +232,7 @@ async def _attachments(message: Message, bot: Bot, limits: DownloadLimits) -> tu
     found: list[Attachment] = []
     if message.photo:
         big = message.photo[-1]
-        note = f"image {big.width}x{big.height}, not read"
+        note = f"image {big.width}x{big.height}"
         found.append(Attachment("photo", big.file_id, None, "image/jpeg", big.file_size, note=note))
     if message.animation is not None:  # a GIF comes as both animation and document
         a = message.animation
@@ -277,7 +277,7 @@ def is_text_like(mime_type: str | None, file_name: str | None) -> bool:
 async def _document(doc: Document, bot: Bot, limits: DownloadLimits) -> Attachment:
     base = Attachment("document", doc.file_id, doc.file_name, doc.mime_type, doc.file_size)
     if not is_text_like(doc.mime_type, doc.file_name):
-        return replace(base, note="not a text file, not read")
+        return base  # pictures and PDFs are read when the message joins the conversation
     if doc.file_size is not None and doc.file_size > limits.max_download_bytes:
         return replace(base, note=f"too large to read ({doc.file_size:,} bytes)")
     try:

@@ -4,7 +4,9 @@ What goes, in ONE transaction:
 - every message the platform user authored, in every session, active or archived (with its
   edit history; the search index follows: SQLite's FTS triggers, PostgreSQL's generated column);
 - the inbox rows of their messages (they hold the same text);
-- the memory-tool files of their own direct-message chats.
+- the memory-tool files of their own direct-message chats;
+- the reminders and recurring tasks of their own direct-message chats (a task's prompt is their
+  words), with the turns those tasks ran and the inbox items that queued them.
 
 Summaries are **redacted**, not regenerated: a summary made by a compaction that archived one of
 their messages (or an earlier redacted summary) gets its body replaced by a notice that says so
@@ -25,7 +27,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.prompts import format_handoff
@@ -33,7 +35,8 @@ from agent.types import ChatMessage, content_text, text_block
 from gateway.store.base import Repo, chunks
 from gateway.store.columns import utcnow
 from gateway.store.message_ops import row_values
-from gateway.store.models import compactions, inbox, memories, messages, sessions
+from gateway.store.models import compactions, inbox, memories, messages, scheduled_tasks, sessions
+from gateway.store.task_ops import RUN_PREFIX
 
 ERASED_NOTICE = "(Earlier messages of this conversation were erased at a user's request.)"
 
@@ -57,6 +60,7 @@ class EraseCounts:
     summaries_redacted: int = 0
     inbox: int = 0
     memories: int = 0
+    tasks: int = 0
     notices: int = 0
 
     def as_dict(self) -> dict[str, int]:
@@ -71,6 +75,7 @@ class _Plan:
     inbox: list[int]
     scopes: list[str]
     memories: int
+    tasks: list[str]
 
     def counts(self, notices: int = 0) -> EraseCounts:
         return EraseCounts(
@@ -79,6 +84,7 @@ class _Plan:
             summaries_redacted=len(self.summaries),
             inbox=len(self.inbox),
             memories=self.memories,
+            tasks=len(self.tasks),
             notices=notices,
         )
 
@@ -124,28 +130,43 @@ async def _tainted_summaries(
 
 
 async def _plan(s: AsyncSession, platform: str, user_id: str) -> _Plan:
+    own_dms = select(sessions.c.key).where(
+        sessions.c.platform == platform, sessions.c.user_id == user_id, sessions.c.key.contains(":dm:")
+    )
+    scopes = sorted(set((await s.scalars(own_dms)).all()))
+    tasks: list[str] = []
+    for part in chunks(scopes):
+        tasks += (
+            await s.scalars(select(scheduled_tasks.c.id).where(scheduled_tasks.c.session_key.in_(part)))
+        ).all()
+    # A task's run speaks with the task's words (the user's), as author ``task:<id>``.
+    run_authors = [f"{RUN_PREFIX}{t}" for t in tasks]
+    authored = messages.c.author_id == user_id
+    if run_authors:
+        authored = or_(authored, messages.c.author_id.in_(run_authors))
     victims = (
         await s.execute(
             select(messages.c.id, messages.c.session_id, messages.c.seq, messages.c.compaction_id)
             .join(sessions, sessions.c.id == messages.c.session_id)
-            .where(messages.c.author_id == user_id, sessions.c.platform == platform)
+            .where(authored, sessions.c.platform == platform)
         )
     ).all()
     session_ids = sorted({v.session_id for v in victims})
     summaries = await _tainted_summaries(s, session_ids, victims)
     victim_ids = [int(v.id) for v in victims]
     sent_by = inbox.c.payload["user_id"].as_string() == user_id
+    if run_authors:
+        sent_by = or_(
+            sent_by,
+            and_(inbox.c.session_key.in_(scopes), inbox.c.payload["user_id"].as_string().in_(run_authors)),
+        )
     inbox_ids = list((await s.scalars(select(inbox.c.id).where(inbox.c.platform == platform, sent_by))).all())
-    own_dms = select(sessions.c.key).where(
-        sessions.c.platform == platform, sessions.c.user_id == user_id, sessions.c.key.contains(":dm:")
-    )
-    scopes = sorted(set((await s.scalars(own_dms)).all()))
     count = 0
     for part in chunks(scopes):
         count += int(
             await s.scalar(select(func.count()).select_from(memories).where(memories.c.scope.in_(part))) or 0
         )
-    return _Plan(victim_ids, session_ids, summaries, [int(i) for i in inbox_ids], scopes, count)
+    return _Plan(victim_ids, session_ids, summaries, [int(i) for i in inbox_ids], scopes, count, tasks)
 
 
 async def _open_with_user_turn(s: AsyncSession, session_id: str) -> bool:
@@ -198,6 +219,8 @@ class EraseOps(Repo):
                 await s.execute(delete(inbox).where(inbox.c.id.in_(part)))
             for scopes in chunks(plan.scopes):
                 await s.execute(delete(memories).where(memories.c.scope.in_(scopes)))
+            for task_ids in chunks(plan.tasks):
+                await s.execute(delete(scheduled_tasks).where(scheduled_tasks.c.id.in_(task_ids)))
             notices = 0
             for session_id in plan.sessions:
                 notices += await _open_with_user_turn(s, session_id)

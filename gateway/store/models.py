@@ -287,6 +287,32 @@ class UsageDailyRow(Base):
 Index("ix_messages_author_id", MessageRow.author_id)
 
 
+class StreamRow(Base):
+    """A reply being shown while it is written (edited in place): what each platform message shows.
+
+    Open while the turn runs; closed when the finished reply is recorded in the outbox (as sent,
+    with these message ids) or when the stream is given up. An open row found on start is a
+    stream a crash cut short: its last message is edited to say so.
+    """
+
+    __tablename__ = "streams"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"))
+    target: Mapped[dict[str, Any]] = mapped_column(Json)
+    message_ids: Mapped[list[str] | None] = mapped_column(Json)
+    shown: Mapped[list[str] | None] = mapped_column(Json)
+    status: Mapped[str] = mapped_column(String(16), server_default=sql_text("'open'"))
+    outbox_id: Mapped[int | None] = mapped_column(BigId)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_streams_status", "status"),
+        CheckConstraint("status IN ('open', 'done', 'interrupted')", name="status"),
+    )
+
+
 sessions: Table = Base.metadata.tables["sessions"]
 compactions: Table = Base.metadata.tables["compactions"]
 messages: Table = Base.metadata.tables["messages"]
@@ -368,3 +394,4 @@ class ScheduledTaskRow(Base):
 leases: Table = Base.metadata.tables["leases"]
 scheduler_jobs: Table = Base.metadata.tables["scheduler_jobs"]
 scheduled_tasks: Table = Base.metadata.tables["scheduled_tasks"]
+streams: Table = Base.metadata.tables["streams"]

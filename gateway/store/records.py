@@ -114,3 +114,15 @@ class UsageSummary:
     cache_read: int = 0
     output: int = 0
     cost_usd: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRecord:
+    """A reply shown while written: its platform messages and what each one shows."""
+
+    id: int
+    session_id: str | None
+    target: dict[str, Any]
+    message_ids: list[str]
+    shown: list[str]
+    status: str

@@ -23,6 +23,7 @@ from gateway.store.queue_ops import QueueOps
 from gateway.store.retention_ops import RetentionOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
+from gateway.store.stream_ops import StreamOps
 from gateway.store.task_ops import TaskOps
 from gateway.store.upkeep_ops import UpkeepOps
 from gateway.store.usage_ops import UsageOps
@@ -47,6 +48,7 @@ class Store(
     UpkeepOps,
     RetentionOps,
     DeadLetterOps,
+    StreamOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 

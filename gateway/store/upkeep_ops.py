@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import delete, func, text
 
 from gateway.store.base import Repo
-from gateway.store.models import inbox, outbox, scheduled_tasks
+from gateway.store.models import inbox, outbox, scheduled_tasks, streams
 
 HOT_TABLES = ("sessions", "messages", "compactions", "usage", "inbox", "outbox", "scheduled_tasks")
 _FTS_TABLES = (
@@ -57,7 +57,11 @@ class UpkeepOps(Repo):
                     scheduled_tasks.c.status.in_(("done", "cancelled")), scheduled_tasks.c.ended_at < before
                 )
             )
+            streams_gone = await s.execute(  # a finished stream's reply is in its outbox row
+                delete(streams).where(streams.c.status != "open", streams.c.updated_at < before)
+            )
             return {
+                "streams_pruned": int(getattr(streams_gone, "rowcount", 0) or 0),
                 "inbox_pruned": int(getattr(inbox_gone, "rowcount", 0) or 0),
                 "outbox_pruned": int(getattr(outbox_gone, "rowcount", 0) or 0),
                 "tasks_pruned": int(getattr(tasks_gone, "rowcount", 0) or 0),

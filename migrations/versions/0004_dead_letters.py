@@ -5,7 +5,7 @@
 Failed inbox and outbox rows (``status = 'failed'`` with their ``error``) are the dead letters.
 
 Revision ID: 0004_dead_letters
-Revises: 0006_admin (written on 0002; chained after the merged 0005_scheduler -> 0006_admin)
+Revises: 0007_streams (written on 0002; chained after the merged 0005_scheduler -> 0006_admin -> 0007_streams)
 Create Date: 2026-11-30
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004_dead_letters"
-down_revision: str | Sequence[str] | None = "0006_admin"
+down_revision: str | Sequence[str] | None = "0007_streams"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

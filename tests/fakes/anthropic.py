@@ -34,6 +34,8 @@ from agent.transcript import validate_wire
 from agent.types import content_text
 from tests.fakes.anthropic_cache import CacheUsage, PromptCache
 from tests.fakes.anthropic_cache import count_tokens as _count_tokens
+from tests.fakes.anthropic_media import media_problems
+from tests.fakes.anthropic_sse import Break, Pacing, generation_seconds, stream_response
 
 # The nine sections agent/prompts.py asks the summarizer for (it adds "Archived" itself).
 SUMMARY_HEADINGS: tuple[str, ...] = (
@@ -226,7 +228,8 @@ def _problems(body: Any) -> list[str]:
             problems.append(f"tools.{index}.name: Field required")
     if not isinstance(body["messages"], list):
         return [*problems, "messages: must be a list"]
-    return problems + validate_wire(body["messages"], body.get("system"), body.get("tools"))
+    wire = validate_wire(body["messages"], body.get("system"), body.get("tools"))
+    return problems + wire + media_problems(body["messages"])
 
 
 class FakeAnthropic:
@@ -258,6 +261,8 @@ class FakeAnthropic:
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._listen_port = port  # 0: any free port
+        self.pacing = Pacing()  # how streamed answers ("stream": true) are paced
+        self._breaks: deque[Break] = deque()
 
     # lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -314,6 +319,10 @@ class FakeAnthropic:
         """Answer the next ``times`` requests to ``endpoint`` ("messages" or "count_tokens") with an error."""
         self._failures[endpoint].extend([error_reply(status, error_type, message, headers)] * times)
 
+    def break_next_stream(self, after_deltas: int, how: str = "error") -> None:
+        """Make the next streamed answer fail after ``after_deltas`` deltas ("error" event or "drop")."""
+        self._breaks.append(Break(after_deltas, "drop" if how == "drop" else "error"))
+
     def limits(self, model: str) -> ModelLimits | None:
         """The model's limits as this server enforces them; None for a model the API does not know."""
         key = _longest(model, MODEL_LIMITS)
@@ -366,7 +375,7 @@ class FakeAnthropic:
             )
         return body, None
 
-    async def _messages(self, request: web.Request) -> web.Response:
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
         body, failed = await self._receive(request, "messages")
         if failed is not None:
             return failed
@@ -379,7 +388,12 @@ class FakeAnthropic:
         answer = await self._answer(body)
         if isinstance(answer, ErrorReply):
             return self._error(answer)
-        return web.json_response(self._message_json(body, answer, self.cache.account(body)))
+        message = self._message_json(body, answer, self.cache.account(body))
+        if body.get("stream") is True:
+            broken = self._breaks.popleft() if self._breaks else None
+            return await stream_response(request, message, self.pacing, broken)
+        await asyncio.sleep(generation_seconds(message, self.pacing))
+        return web.json_response(message)
 
     def _over_limits(self, body: dict[str, Any], *, output: bool = True) -> ErrorReply | None:
         """The real API's answer to an unknown model, a max_tokens over the model's output cap,

@@ -3,7 +3,8 @@ service and the network do. Kept apart from :mod:`tests.fakes.anthropic` so the 
 untouched: a call that is not chosen to fail is answered by the ordinary fake.
 
 Faults, in turn: 429 with ``retry-after``, 529 overloaded, 500, a hang past the client's timeout, a
-connection reset (RST, no response), and a disconnect after half of a 200 response's body.
+connection reset (RST, no response), and a disconnect mid-response: after half of a 200 response's
+body, or, for a streamed answer, after its first delta (through the fake's own stream breaks).
 
     async with FaultyAnthropic(rate=0.3, seed=7) as fake:
         ...  # fake.injected counts the faults by kind
@@ -12,15 +13,33 @@ connection reset (RST, no response), and a disconnect after half of a 200 respon
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import socket
 import struct
-from collections import Counter
+from collections import Counter, deque
+from contextvars import ContextVar
 from typing import Any
 
 from aiohttp import web
 
 from tests.fakes.anthropic import FakeAnthropic, error_reply
+from tests.fakes.anthropic_sse import Break
+
+# Set in the handler task of a call chosen to drop mid-stream; each aiohttp handler runs in its own
+# task, so concurrent calls never take each other's break.
+_DROP_THIS_STREAM: ContextVar[bool] = ContextVar("drop_this_stream", default=False)
+
+
+class _PerRequestBreaks(deque[Break]):
+    """The fake's queue of stream breaks, plus a drop for the request whose task asks for one."""
+
+    def __bool__(self) -> bool:
+        return _DROP_THIS_STREAM.get() or len(self) > 0
+
+    def popleft(self) -> Break:
+        return Break(1, "drop") if _DROP_THIS_STREAM.get() else super().popleft()
+
 
 FAULTS = ("429", "529", "500", "timeout", "reset", "disconnect")
 
@@ -38,6 +57,7 @@ class FaultyAnthropic(FakeAnthropic):
         self.answered = 0
         self._rng = random.Random(seed)
         self._turn = 0
+        self._breaks = _PerRequestBreaks(self._breaks)
 
     def _next_fault(self) -> str | None:
         if self._rng.random() >= self.rate:
@@ -67,6 +87,9 @@ class FaultyAnthropic(FakeAnthropic):
         if fault == "reset":
             _reset(request)
             return await _until_cancelled()
+        if _streamed(await request.read()):
+            _DROP_THIS_STREAM.set(True)
+            return await super()._messages(request)
         full = await super()._messages(request)
         body = bytes(full.body) if isinstance(full.body, bytes | bytearray) else b""
         partial = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
@@ -75,6 +98,13 @@ class FaultyAnthropic(FakeAnthropic):
         await partial.write(body[: len(body) // 2])
         _reset(request)
         return await _until_cancelled()
+
+
+def _streamed(raw: bytes) -> bool:
+    try:
+        return json.loads(raw).get("stream") is True
+    except (ValueError, AttributeError):
+        return False
 
 
 def _reset(request: web.Request) -> None:

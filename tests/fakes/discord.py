@@ -18,9 +18,8 @@ RESUME -> replay of missed events + RESUMED, and dispatches with increasing ``s`
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import io
 import itertools
-import json
 import re
 import time
 from collections import defaultdict, deque
@@ -29,9 +28,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
+from PIL import Image, UnidentifiedImageError
 
 from tests.fakes import discord_wire as wire
+from tests.fakes.discord_interactions import InteractionDesk
+from tests.fakes.discord_ws import GatewaySocket, Session
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MAX_CONTENT = 2000
@@ -47,6 +49,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
         ("GET", r"^/gateway/bot$", "/gateway/bot"),
         ("GET", r"^/channels/(\d+)$", "/channels/{id}"),
         ("POST", r"^/channels/(\d+)/messages$", "/channels/{id}/messages"),
+        ("PATCH", r"^/channels/(\d+)/messages/(\d+)$", "/channels/{id}/messages/{message_id}"),
         ("POST", r"^/channels/(\d+)/typing$", "/channels/{id}/typing"),
     )
 )
@@ -73,6 +76,16 @@ class SentMessage:
 
 
 @dataclass(slots=True)
+class Edit:
+    """One edit of a bot message (PATCH), with when it happened."""
+
+    channel_id: int
+    message_id: int
+    content: str
+    at: float
+
+
+@dataclass(slots=True)
 class ApiCall:
     method: str
     path: str
@@ -87,18 +100,7 @@ class _Failure:
     is_global: bool
 
 
-@dataclass(slots=True)
-class _Session:
-    """A gateway session: survives its websocket so a RESUME can replay what was missed."""
-
-    id: str
-    shard: tuple[int, int]
-    seq: int = 0
-    backlog: list[tuple[int, str]] = field(default_factory=list)
-    outbox: asyncio.Queue[str | None] | None = None
-
-
-class FakeDiscord:
+class FakeDiscord(GatewaySocket):
     """The fake server plus helpers that play the users' side."""
 
     def __init__(
@@ -120,6 +122,7 @@ class FakeDiscord:
         self.sent: list[SentMessage] = []
         self.requests: list[ApiCall] = []
         self.typing: list[int] = []
+        self.edits: list[Edit] = []
         self.identify_count = 0
         self.resume_count = 0
         self.heartbeats = 0
@@ -127,7 +130,7 @@ class FakeDiscord:
         self._channels: dict[int, dict[str, Any]] = {}  # channel id -> channel object (DMs, threads too)
         self._messages: dict[int, dict[str, Any]] = {}  # message id -> message object
         self._files: dict[str, FakeAttachment] = {}
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, Session] = {}
         self._sockets: set[web.WebSocketResponse] = set()
         self._failures: defaultdict[str, deque[_Failure]] = defaultdict(deque)
         self._buckets = wire.Buckets(*rate_limit)
@@ -136,6 +139,7 @@ class FakeDiscord:
         self._session_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.slash = InteractionDesk(self)
         for guild_id, channel_ids in self.guilds.items():
             for position, channel_id in enumerate(channel_ids):
                 self._channels[channel_id] = wire.text_channel(channel_id, guild_id, position)
@@ -262,17 +266,6 @@ class FakeDiscord:
         self.dispatch("MESSAGE_UPDATE", edited, guild_id=None if guild is None else int(guild))
         return edited
 
-    def dispatch(self, event: str, data: Any, *, guild_id: int | None = None) -> None:
-        """Send a dispatch (op 0) to every session whose shard owns ``guild_id`` (DMs: shard 0).
-
-        A session whose socket is down keeps the event and replays it on RESUME.
-        """
-        for session in self._sessions.values():
-            shard_id, shard_count = session.shard
-            owner = 0 if guild_id is None else (guild_id >> 22) % shard_count
-            if owner == shard_id:
-                self._send_dispatch(session, event, data)
-
     def fail_next(
         self, route: str, status: int, *, retry_after: float = 1.0, is_global: bool = False, times: int = 1
     ) -> None:
@@ -283,11 +276,6 @@ class FakeDiscord:
         """
         for _ in range(times):
             self._failures[route].append(_Failure(status, retry_after if status == 429 else None, is_global))
-
-    async def drop_connections(self, code: int = 4000) -> None:
-        """Close every gateway socket with a resumable close code (the client should RESUME)."""
-        for ws in list(self._sockets):
-            await ws.close(code=code)
 
     async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[SentMessage]:  # noqa: ASYNC109
         async def enough() -> None:
@@ -306,11 +294,15 @@ class FakeDiscord:
         path = "/" + request.match_info["path"]
         method = request.method
         found = next(((t, m) for meth, rx, t in _ROUTES if meth == method and (m := rx.match(path))), None)
-        if request.headers.get("Authorization") != f"Bot {self.token}":
+        authorized = request.headers.get("Authorization") == f"Bot {self.token}"
+        if not authorized and self.slash.needs_bot_auth(path):
             return self._record(
                 method, path, wire.json_response({"message": "401: Unauthorized", "code": 0}, 401)
             )
         if found is None:
+            answered = await self.slash.handle(method, path, request)
+            if answered is not None:
+                return self._record(method, path, answered)
             return self._record(
                 method, path, wire.json_response({"message": "404: Not Found", "code": 0}, 404)
             )
@@ -348,6 +340,9 @@ class FakeDiscord:
         if template == "/channels/{id}/typing":
             self.typing.append(channel_id)
             return web.Response(status=204)
+        if method == "PATCH":
+            message_id = int(request.match_info["path"].rsplit("/", 1)[1])
+            return await self._edit_message(channel, message_id, await request.json())
         return await self._create_message(channel, await request.json())
 
     async def _create_message(self, channel: dict[str, Any], body: dict[str, Any]) -> web.Response:
@@ -381,6 +376,43 @@ class FakeDiscord:
         )  # as Discord echoes it
         return wire.json_response(msg)
 
+    async def _edit_message(
+        self, channel: dict[str, Any], message_id: int, body: dict[str, Any]
+    ) -> web.Response:
+        """PATCH /channels/{id}/messages/{id}: only the bot's own messages, within the content limit."""
+        msg = self._messages.get(message_id)
+        if msg is None or msg["channel_id"] != channel["id"]:
+            return wire.json_response({"message": "Unknown Message", "code": 10008}, 404)
+        if msg["author"]["id"] != self.bot_user["id"]:
+            return wire.json_response(
+                {"message": "Cannot edit a message authored by another user", "code": 50005}, 403
+            )
+        content = body.get("content")
+        if content is not None:
+            if not str(content).strip() and not msg.get("embeds"):
+                return wire.json_response({"message": "Cannot send an empty message", "code": 50006}, 400)
+            if len(str(content)) > MAX_CONTENT:
+                error = {
+                    "code": "BASE_TYPE_MAX_LENGTH",
+                    "message": f"Must be {MAX_CONTENT} or fewer in length.",
+                }
+                return wire.invalid_form("content", error)
+            msg["content"] = str(content)
+        msg["edited_timestamp"] = wire.iso_now()
+        for sent in self.sent:  # ``sent`` shows what the user sees now
+            if sent.message_id == message_id:
+                sent.content = msg["content"]
+        async with self._sent_changed:
+            self.edits.append(Edit(int(channel["id"]), message_id, msg["content"], time.monotonic()))
+            self._sent_changed.notify_all()
+        guild = channel.get("guild_id")
+        self.dispatch("MESSAGE_UPDATE", msg, guild_id=None if guild is None else int(guild))
+        return wire.json_response(msg)
+
+    def current_text(self, message_id: int) -> str:
+        """What a message shows now (after the bot's edits)."""
+        return str(self._messages[message_id]["content"])
+
     def _take_failure(self, key: str) -> _Failure | None:
         queue = self._failures.get(key)
         return queue.popleft() if queue else None
@@ -406,90 +438,6 @@ class FakeDiscord:
         mime = found.content_type or "application/octet-stream"
         return web.Response(body=found.content, headers={"Content-Type": mime})
 
-    # --- gateway --------------------------------------------------------------------------------
-
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        self._sockets.add(ws)
-        outbox: asyncio.Queue[str | None] = asyncio.Queue()
-        writer = asyncio.create_task(_write(ws, outbox))
-        session: _Session | None = None
-        hello = {"heartbeat_interval": self.heartbeat_interval, "_trace": ["fake-gateway"]}
-        outbox.put_nowait(wire.frame(10, hello))
-        try:
-            async for frame in ws:
-                if frame.type is not WSMsgType.TEXT:
-                    continue
-                payload = json.loads(frame.data)
-                op, data = payload.get("op"), payload.get("d")
-                if op == 1:
-                    self.heartbeats += 1
-                    outbox.put_nowait(wire.frame(11, None))
-                elif op == 2:
-                    session = self._identify(data, outbox)
-                    if session is None:
-                        await ws.close(code=4004, message=b"Authentication failed.")
-                elif op == 6:
-                    session = self._resume(data, outbox)
-        finally:
-            if session is not None and session.outbox is outbox:
-                session.outbox = None
-            outbox.put_nowait(None)
-            await asyncio.gather(writer, return_exceptions=True)
-            self._sockets.discard(ws)
-        return ws
-
-    def _identify(self, data: dict[str, Any], outbox: asyncio.Queue[str | None]) -> _Session | None:
-        if data.get("token") != self.token:
-            return None
-        self.identify_count += 1
-        self.identify_payloads.append(data)
-        shard = tuple(data.get("shard") or (0, 1))
-        session = _Session(f"fake-session-{next(self._session_ids)}", (int(shard[0]), int(shard[1])))
-        session.outbox = outbox
-        self._sessions[session.id] = session
-        mine = [g for g in self.guilds if (g >> 22) % session.shard[1] == session.shard[0]]
-        ready = {
-            "v": 10,
-            "user": self.bot_user,
-            "guilds": [{"id": str(g), "unavailable": True} for g in mine],
-            "session_id": session.id,
-            "resume_gateway_url": self.gateway_url,
-            "shard": list(session.shard),
-            "application": {"id": self.bot_user["id"], "flags": 0},
-            "private_channels": [],
-            "relationships": [],
-            "user_settings": {},
-            "session_type": "normal",
-            "_trace": ["fake-gateway"],
-        }
-        self._send_dispatch(session, "READY", ready)
-        for guild_id in mine:
-            self._send_dispatch(session, "GUILD_CREATE", self._guild(guild_id))
-        return session
-
-    def _resume(self, data: dict[str, Any], outbox: asyncio.Queue[str | None]) -> _Session | None:
-        session = self._sessions.get(str(data.get("session_id")))
-        if session is None or data.get("token") != self.token:
-            outbox.put_nowait(wire.frame(9, False))
-            return None
-        self.resume_count += 1
-        session.outbox = outbox
-        last = int(data.get("seq") or 0)
-        for seq, frame in session.backlog:
-            if seq > last:
-                outbox.put_nowait(frame)
-        self._send_dispatch(session, "RESUMED", {"_trace": ["fake-gateway"]})
-        return session
-
-    def _send_dispatch(self, session: _Session, event: str, data: Any) -> None:
-        session.seq += 1
-        frame = json.dumps({"op": 0, "s": session.seq, "t": event, "d": data})
-        session.backlog.append((session.seq, frame))
-        if session.outbox is not None:
-            session.outbox.put_nowait(frame)
-
     # --- payloads -------------------------------------------------------------------------------
 
     def _guild(self, guild_id: int) -> dict[str, Any]:
@@ -507,6 +455,10 @@ class FakeDiscord:
         self._channels[thread_id] = thread
         self.dispatch("THREAD_CREATE", {**thread, "newly_created": True}, guild_id=guild_id)
         return thread_id
+
+    def channel_payload(self, channel_id: int, user: dict[str, Any]) -> dict[str, Any]:
+        """The channel object of ``channel_id`` (a DM with ``user`` when it is not known yet)."""
+        return self._channels.setdefault(channel_id, wire.dm_channel(channel_id, user))
 
     def _last_bot_message(self, channel_id: int, guild_id: int | None) -> dict[str, Any]:
         for sent in reversed(self.sent):
@@ -529,13 +481,9 @@ class FakeDiscord:
         }
         if attachment.content_type is not None:
             data["content_type"] = attachment.content_type
+        try:  # Discord gives a picture's size
+            with Image.open(io.BytesIO(attachment.content)) as image:
+                data["width"], data["height"] = image.size
+        except (UnidentifiedImageError, OSError):
+            pass
         return data
-
-
-async def _write(ws: web.WebSocketResponse, outbox: asyncio.Queue[str | None]) -> None:
-    """The one writer of a socket, so frames leave in the order they were queued."""
-    while (frame := await outbox.get()) is not None:
-        if ws.closed:
-            return
-        with contextlib.suppress(ConnectionError):
-            await ws.send_str(frame)

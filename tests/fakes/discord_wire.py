@@ -118,6 +118,10 @@ def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="microseconds")
 
 
+def iso_now() -> str:
+    return iso(datetime.now(UTC))
+
+
 def user(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
     user: dict[str, Any] = {
         "id": str(user_id),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import json
 import math
@@ -27,6 +28,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from PIL import Image, UnidentifiedImageError
 
 from tests.fakes.telegram_html import EntityParseError, parse_html, utf16_units
 from tests.fakes.telegram_wire import (
@@ -77,6 +79,7 @@ class FakeTelegram:
         self.sent: list[SentMessage] = []
         self.requests: list[ApiCall] = []
         self.actions: list[dict[str, Any]] = []
+        self.edits: list[tuple[int | str, int, str, float]] = []  # (chat, message id, plain text, when)
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
         self.acked_offset = 0
@@ -402,11 +405,27 @@ class FakeTelegram:
         message = self._messages.get(key)
         if message is None:
             raise ApiError(400, "Bad Request: message to edit not found")
+        if message.get("from", {}).get("id") != self.bot_user["id"]:
+            raise ApiError(400, "Bad Request: message can't be edited")
         plain, entities = self._render(str(params.get("text", "")), params.get("parse_mode"))
-        if plain == message.get("text"):
-            raise ApiError(400, "Bad Request: message is not modified")
+        if plain == message.get("text") and entities == message.get("entities", []):
+            raise ApiError(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply markup "
+                "are exactly the same as a current content and reply markup of the message",
+            )
+        self._check_flood(key[0])
         message.update(text=plain, entities=entities, edit_date=int(time.time()))
+        self.edits.append((key[0], key[1], plain, time.monotonic()))
+        for sent in self.sent:  # ``sent`` shows what the user sees now
+            if (sent.chat_id, sent.message_id) == key:
+                sent.text, sent.plain_text, sent.entities = str(params.get("text", "")), plain, entities
+                sent.parse_mode = params.get("parse_mode")
         return message
+
+    def message_text(self, chat_id: int | str, message_id: int) -> str:
+        """What one of the chat's messages shows now (after edits), as plain text."""
+        return str(self._messages[(chat_id, message_id)]["text"])
 
     async def _m_sendchataction(self, params: dict[str, Any]) -> Any:
         self.actions.append(params)
@@ -523,16 +542,33 @@ class FakeTelegram:
         return out
 
     def _register_photo(self, data: bytes) -> list[dict[str, Any]]:
+        """PhotoSize entries as Telegram makes them: JPEG renditions up to 90, 320, 800 and 1280 px
+        (never larger than the original); bytes that are no picture keep the old two fake sizes."""
+        try:
+            original = Image.open(io.BytesIO(data))
+            original.load()
+        except (UnidentifiedImageError, OSError):
+            renditions = [(90, 90, data[:64]), (1280, 1280, data)]
+        else:
+            renditions = []
+            for edge in (90, 320, 800, 1280):
+                copy = original.convert("RGB")
+                copy.thumbnail((edge, edge))
+                out = io.BytesIO()
+                copy.save(out, format="JPEG", quality=87)
+                renditions.append((copy.width, copy.height, out.getvalue()))
+                if max(original.size) <= edge:
+                    break
         sizes = []
-        for width, cut in ((90, 64), (1280, len(data))):
-            file_id, unique = self._register(FakeDocument("photo.jpg", data[:cut], "image/jpeg"), "photos")
+        for width, height, content in renditions:
+            file_id, unique = self._register(FakeDocument("photo.jpg", content, "image/jpeg"), "photos")
             sizes.append(
                 {
                     "file_id": file_id,
                     "file_unique_id": unique,
                     "width": width,
-                    "height": width,
-                    "file_size": min(cut, len(data)),
+                    "height": height,
+                    "file_size": len(content),
                 }
             )
         return sizes

@@ -20,7 +20,7 @@ def make_adapter(
     fake: FakeDiscord, *, token: str | None = None, gateway: bool = True, **options: Any
 ) -> DiscordAdapter:
     settings = DiscordSettings(
-        **{k: options.pop(k) for k in ("ambient", "shard_ids", "shard_count") if k in options}
+        **{k: options.pop(k) for k in list(options) if k in DiscordSettings.model_fields}
     )
     options.setdefault("guild_ready_timeout", 0.05)
     options.setdefault("ready_timeout", 5.0)

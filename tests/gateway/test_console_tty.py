@@ -8,6 +8,8 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,9 @@ def _read_until(fd: int, needle: bytes, seen: bytearray, timeout: float = 30.0) 
     return needle in seen
 
 
-def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) -> None:
+@contextmanager
+def chat_terminal(tmp_path: Path, *, with_stderr: bool) -> Iterator[tuple[int, bytearray]]:
+    """``hygieia run`` on a pseudo-terminal: (its master fd, what it showed so far); Ctrl-D on exit."""
     env = clean_env()
     env.update({"HYGIEIA_DATA_DIR": str(tmp_path), "COLUMNS": "120", "TERM": "xterm"})
     master, slave = pty.openpty()
@@ -37,7 +41,7 @@ def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) ->
         [sys.executable, "-m", "gateway.cli", "run"],
         stdin=slave,
         stdout=slave,
-        stderr=subprocess.DEVNULL,
+        stderr=slave if with_stderr else subprocess.DEVNULL,  # with it: what a person sees
         env=env,
         close_fds=True,
     )
@@ -45,9 +49,7 @@ def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) ->
     seen = bytearray()
     try:
         assert _read_until(master, b"Ctrl-D to leave", seen), seen.decode(errors="replace")
-        os.write(master, b"walrus on the terminal\n")
-        assert _read_until(master, b"walrus on the terminal", seen)  # the terminal's echo
-        assert _read_until(master, b"got your message", seen), seen.decode(errors="replace")
+        yield master, seen
         os.write(master, b"\x04")  # Ctrl-D: end of input
         assert proc.wait(timeout=30) == 0
     finally:
@@ -55,3 +57,22 @@ def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) ->
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_the_interactive_console_answers_and_leaves_on_ctrl_d(tmp_path: Path) -> None:
+    with chat_terminal(tmp_path, with_stderr=False) as (master, seen):
+        os.write(master, b"walrus on the terminal\n")
+        assert _read_until(master, b"walrus on the terminal", seen)  # the terminal's echo
+        assert _read_until(master, b"got your message", seen), seen.decode(errors="replace")
+
+
+def test_the_chat_terminal_shows_no_log_records_which_go_to_the_log_file_instead(tmp_path: Path) -> None:
+    with chat_terminal(tmp_path, with_stderr=True) as (master, seen):
+        os.write(master, b"/context\n")
+        assert _read_until(master, b"free", seen), seen.decode(errors="replace")
+    screen = seen.decode(errors="replace")
+    assert "hygieia is running" not in screen and '{"ts"' not in screen
+    assert "│ history │" in screen and "│ free    │" in screen, screen  # /context drawn as a table
+    assert "```" not in screen
+    log = (tmp_path / "logs" / "hygieia.log").read_text()
+    assert "hygieia is running" in log and "OFFLINE MODE" in log

@@ -136,7 +136,11 @@ async def test_attachments_are_recorded_and_text_files_read(fake: FakeDiscord) -
     )
     assert (text.file_id, text.text) == (urls[0], "line one\nline two")
     assert (image.kind, image.mime_type, image.file_id, image.text) == ("photo", "image/png", urls[1], None)
-    assert (blob.kind, blob.size, blob.note) == ("document", 2, "not a text file, not read")
+    assert (blob.kind, blob.size, blob.note) == (
+        "document",
+        2,
+        None,
+    )  # read (or refused with a reply) when it joins the conversation
 
 
 async def test_edited_message_arrives_marked_edited(fake: FakeDiscord) -> None:

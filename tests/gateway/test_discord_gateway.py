@@ -38,6 +38,7 @@ async def stack(db_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
             anthropic_api_key="test",
             anthropic_base_url=llm_fake.base_url,
             llm={"max_retries": 0},
+            delivery={"streaming": False},  # each reply as one message; test_streaming.py streams
         )
         service = await Service.build(settings, [make_adapter(discord_fake)], migrate=False)
         await service.start()

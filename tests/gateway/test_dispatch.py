@@ -86,7 +86,12 @@ async def test_interrupt_mode_cancels_the_running_turn_and_answers_everything_in
     async with gateway_rig(store, sessions={"busy_mode": "interrupt"}) as rig:
         rig.fake.delay = 0.6
         await rig.say("long question")
-        await asyncio.sleep(0.2)
+        # The second message must arrive while the first turn waits on the model, however loaded the
+        # machine is: wait for the model call rather than a fixed time.
+        for _ in range(500):
+            if rig.fake.message_requests:
+                break
+            await asyncio.sleep(0.01)
         await rig.say("actually, also this")
         await rig.settle()
 

@@ -1,8 +1,9 @@
 """It keeps holding: ``hygieia run`` as a child process, Telegram users talking to it, and the model API
 failing about 30% of calls (429 with retry-after, 529, 500, timeouts, connection resets, a disconnect
 mid-response). Every user message ends with exactly one reply or one clear error (the message it
-quotes tells which), none is lost, none duplicated, no chat stalls. Reduced by default; full size
-with ``-m full``."""
+quotes tells which), none is lost, none duplicated, no chat stalls. Replies stream (edits of one
+message): a stream cut by a fault stays as a partial marked "interrupted", and the answer follows.
+Reduced by default; full size with ``-m full``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sqlalchemy import func, select
 from gateway import failures
 from gateway.store.db import Database
 from gateway.store.models import inbox
+from gateway.streaming import INTERRUPTED_NOTE
 from tests.fakes.anthropic_faults import FAULTS, FaultyAnthropic
 from tests.fakes.telegram import FakeTelegram, SentMessage
 from tests.gateway.conftest import MODEL, ChatResponder
@@ -33,18 +35,28 @@ class Outcome:
     messages: int = 0
     replies: int = 0
     errors: int = 0
+    interrupted: int = 0
     lost: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
 
 
-def answers_to(telegram: FakeTelegram, chat: int, message_id: int) -> list[SentMessage]:
-    """What the bot sent quoting one message: its reply, or its error."""
+def quoting(telegram: FakeTelegram, chat: int, message_id: int) -> list[SentMessage]:
+    """What the bot sent quoting one message: its reply or its error, and any stream cut short."""
     return [
         s
         for s in telegram.sent
         if s.chat_id == chat and (s.reply_parameters or {}).get("message_id") == message_id
     ]
+
+
+def final(answer: SentMessage, text: str) -> bool:
+    """A finished reply to ``text`` (the fake model answers ``reply: <text>``) or a clear error."""
+    return answer.plain_text == f"reply: {text}" or answer.plain_text in CLEAR_ERRORS
+
+
+def answers_to(telegram: FakeTelegram, chat: int, message_id: int, text: str) -> list[SentMessage]:
+    return [s for s in quoting(telegram, chat, message_id) if final(s, text)]
 
 
 async def converse(telegram: FakeTelegram, chat: int, count: int) -> list[tuple[int, str]]:
@@ -56,7 +68,7 @@ async def converse(telegram: FakeTelegram, chat: int, count: int) -> list[tuple[
         message_id = int(update["message"]["message_id"])
         sent.append((message_id, text))
         deadline = time.monotonic() + ANSWER_WITHIN
-        while not answers_to(telegram, chat, message_id):
+        while not answers_to(telegram, chat, message_id, text):
             if time.monotonic() > deadline:
                 return sent  # stalled: counted as lost below
             await asyncio.sleep(0.05)
@@ -68,18 +80,18 @@ def judge(telegram: FakeTelegram, conversations: dict[int, list[tuple[int, str]]
     for chat, sent in conversations.items():
         for message_id, text in sent:
             outcome.messages += 1
-            answers = answers_to(telegram, chat, message_id)
+            answers = answers_to(telegram, chat, message_id, text)
             if not answers:
                 outcome.lost.append(text)
             elif len(answers) > 1:
                 outcome.duplicated.append(text)
-            for answer in answers:
-                if answer.plain_text == f"reply: {text}":
-                    outcome.replies += 1
-                elif answer.plain_text in CLEAR_ERRORS:
-                    outcome.errors += 1
-                else:
-                    outcome.unexpected.append(answer.plain_text)
+            outcome.replies += sum(1 for a in answers if a.plain_text == f"reply: {text}")
+            outcome.errors += sum(1 for a in answers if a.plain_text in CLEAR_ERRORS)
+            for other in quoting(telegram, chat, message_id):
+                if other.plain_text.endswith(INTERRUPTED_NOTE):
+                    outcome.interrupted += 1
+                elif not final(other, text):
+                    outcome.unexpected.append(other.plain_text)
     return outcome
 
 
@@ -132,7 +144,7 @@ async def run_with_faults(tmp_path: Path, *, chats: int, per_chat: int, seed: in
         f"\nfault injection: {outcome.messages} messages, {calls} model calls, {injected} injected faults "
         f"({injected / max(calls, 1):.0%}: {dict(api.injected)}), {outcome.replies} replies, "
         f"{outcome.errors} errors, {len(outcome.lost)} lost, {len(outcome.duplicated)} duplicated; "
-        f"{len(notices)} 'model overloaded' notices"
+        f"{outcome.interrupted} streams cut short and answered again, {len(notices)} overloaded notices"
     )
     assert proc.returncode == 0, stderr[-3000:]
     assert outcome.lost == [] and outcome.duplicated == [] and outcome.unexpected == []

@@ -6,6 +6,7 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,23 @@ def test_on_a_terminal_logs_are_human_text(restore_root: None) -> None:
     _configure(stream, log_format="text")
     logging.getLogger("gateway.test").info("hello")
     assert "hello" in stream.getvalue() and not stream.getvalue().lstrip().startswith("{")
+
+
+def test_in_chat_mode_only_warnings_reach_the_terminal_each_as_one_line(
+    restore_root: None, tmp_path: Path
+) -> None:
+    stream = io.StringIO()
+    settings = Settings(data_dir=tmp_path)
+    configure_logging(settings, stream=stream, chat=True)
+    log = logging.getLogger("gateway.test")
+    log.info("routine detail")
+    try:
+        raise RuntimeError("disk on fire")
+    except RuntimeError:
+        log.exception("delivery round failed")
+
+    [line] = stream.getvalue().splitlines()
+    assert line.startswith("error: delivery round failed (details in ") and line.endswith("hygieia.log)")
+    records = [json.loads(x) for x in (tmp_path / "logs" / "hygieia.log").read_text().splitlines()]
+    assert [r["msg"] for r in records] == ["routine detail", "delivery round failed"]
+    assert "disk on fire" in records[1]["exc"]

@@ -205,7 +205,11 @@ async def test_binary_document_is_described_not_downloaded(fake: FakeTelegram) -
         fake.push_message(42, "here", user_id=42, document=doc)
         [msg] = await inbox.wait_for(1)
     [att] = msg.attachments
-    assert (att.kind, att.text, att.note) == ("document", None, "not a text file, not read")
+    assert (att.kind, att.text, att.note) == (
+        "document",
+        None,
+        None,
+    )  # read (or refused with a reply) when it joins the conversation
     assert fake.calls("getFile") == []
 
 

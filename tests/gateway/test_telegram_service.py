@@ -75,6 +75,8 @@ def make_settings(
         "telegram": {"poll_timeout": 1},
         "allowed_users": [f"telegram:{ALICE}", f"telegram:{BOB}"],
         "sessions": {"turn_grace_seconds": 0.2},
+        # These tests check each reply as one sendMessage; tests/gateway/test_streaming.py streams.
+        "delivery": {"streaming": False},
     }
     values.update(overrides)
     return Settings(**values)

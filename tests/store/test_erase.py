@@ -121,3 +121,43 @@ async def test_erasing_a_user_with_no_data_changes_nothing(store: Store) -> None
     before = await all_rows(store)
     assert await store.erase_user("telegram", "nobody") == EraseCounts()
     assert await all_rows(store) == before
+
+
+async def test_erase_removes_the_reminders_of_the_users_own_chat_and_what_they_said(store: Store) -> None:
+    from datetime import UTC, datetime
+
+    from gateway.store.models import scheduled_tasks
+    from gateway.store.task_ops import NewTask
+
+    w = await world(store)
+    now = datetime.now(UTC)
+
+    def task(key: str, chat: str, sid: str) -> NewTask:
+        return NewTask(key, "telegram", chat, None, sid, f"remind me of {SECRET}", "at", "x", "UTC", now)
+
+    mine = await store.task_create(task("telegram:dm:ann", "ann", w["dm"]), now=now, max_active=5)
+    bobs = await store.task_create(task("telegram:dm:bob", "bob", w["bob_dm"]), now=now, max_active=5)
+    assert mine is not None and bobs is not None
+    await store.append_message(
+        w["dm"], ChatMessage.user(f"Scheduled task: {SECRET}", author_id=f"task:{mine.id}")
+    )
+    await store.inbox_put(
+        platform="telegram",
+        chat_id="ann",
+        platform_message_id=f"task:{mine.id}:1",
+        session_key="telegram:dm:ann",
+        payload={"text": f"remind me of {SECRET}", "user_id": f"task:{mine.id}"},
+        addressed=True,
+    )
+
+    counts = await store.erase_user("telegram", "ann")
+
+    async with store.db.transaction(write=False) as s:
+        left = set((await s.scalars(select(scheduled_tasks.c.id))).all())
+        run_left = await s.scalar(select(messages.c.id).where(messages.c.author_id == f"task:{mine.id}"))
+        runs_queued = await s.scalar(
+            select(inbox.c.id).where(inbox.c.platform_message_id.startswith("task:"))
+        )
+    assert left == {bobs.id}
+    assert run_left is None and runs_queued is None
+    assert counts.tasks == 1
