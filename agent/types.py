@@ -198,9 +198,24 @@ class SearchFilters:
     state: SearchState = "all"
 
 
+HIT_START = "\ue000"
+HIT_END = "\ue001"
+"""A search snippet marks each match as ``HIT_START + match + HIT_END``: private-use characters
+that the store removes from the text it quotes, so a marker can never be literal text."""
+
+
+def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
+    """A snippet as ``(text, is_match)`` parts, in order, without the markers."""
+    parts: list[tuple[str, bool]] = []
+    for i, chunk in enumerate(snippet.split(HIT_START)):
+        inside, _, after = chunk.partition(HIT_END) if i else ("", "", chunk)
+        parts += [(text, match) for text, match in ((inside, True), (after, False)) if text]
+    return parts
+
+
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One ranked search result; ``snippet`` marks matches with ``[`` and ``]``."""
+    """One ranked search result; ``snippet`` marks matches with :data:`HIT_START` / :data:`HIT_END`."""
 
     message_id: int
     session_id: str

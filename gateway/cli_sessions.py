@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from agent.types import SearchFilters, SearchHit
+from agent.types import SearchFilters, SearchHit, snippet_parts
 from gateway.cli_common import open_store, out, print_json, run_async, settings_or_exit, when
 
 sessions_app = typer.Typer(help="Inspect conversations: list, show, search, restore.", no_args_is_help=True)
@@ -174,7 +174,7 @@ def search_sessions(
             when(h.created_at),
             h.author_name or h.role,
             "active" if h.active else "archived",
-            Text(h.snippet),  # plain: the snippet marks hits with [ ], which Rich would take for markup
+            _marked(h.snippet),
         )
     out.print(table)
 
@@ -199,6 +199,14 @@ def restore_session(
         f"restored compaction {record.id} "
         f"({record.trigger}, {record.messages_archived} messages active again)"
     )
+
+
+def _marked(snippet: str) -> Text:
+    """The snippet with its matches in bold reverse (a Text, never parsed as markup)."""
+    text = Text()
+    for part, match in snippet_parts(snippet):
+        text.append(part, style="bold reverse" if match else "")
+    return text
 
 
 def _utc(value: datetime | None) -> datetime | None:

@@ -6,19 +6,17 @@ Everything that came from a user, a model or the database goes through :func:`es
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from html import escape
 from urllib.parse import urlencode
 
-from agent.types import ChatMessage, CompactionRecord, SearchHit
+from agent.types import ChatMessage, CompactionRecord, SearchHit, snippet_parts
 from gateway.store.admin_ops import MessagePage
 from gateway.store.records import SessionInfo, SessionSummary, UsageSummary
 
 MAX_SHOWN_CHARS = 20_000
 """A message longer than this is cut on the page (the API gives it whole)."""
-_HIT = re.compile(r"\[([^\[\]]*)\]")
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:0 16px 48px;color:#1d1d1f}
@@ -47,15 +45,10 @@ def esc(value: object) -> str:
 
 
 def highlight(snippet: str) -> str:
-    """A search snippet with the store's ``[hit]`` marks as ``<mark>``, everything else escaped."""
-    out: list[str] = []
-    last = 0
-    for match in _HIT.finditer(snippet):
-        out.append(esc(snippet[last : match.start()]))
-        out.append(f"<mark>{esc(match.group(1))}</mark>")
-        last = match.end()
-    out.append(esc(snippet[last:]))
-    return "".join(out)
+    """A search snippet with the store's match markers as ``<mark>``, everything else escaped."""
+    return "".join(
+        f"<mark>{esc(text)}</mark>" if match else esc(text) for text, match in snippet_parts(snippet)
+    )
 
 
 def when(value: datetime | None) -> str:

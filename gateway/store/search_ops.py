@@ -1,7 +1,8 @@
 """Full-text search over every message, active and archived.
 
-SQLite: the FTS5 table ``messages_fts`` (bm25 rank, ``snippet()``). PostgreSQL: the
-generated ``messages.text_tsv`` column (``ts_rank``, ``ts_headline``). The user's query
+SQLite: the FTS5 table ``messages_fts`` (bm25 rank). PostgreSQL: the generated
+``messages.text_tsv`` column (``ts_rank``). Snippets are cut and marked in Python
+(:mod:`gateway.store.search_snippet`), identically on both engines. The user's query
 is parsed by :mod:`gateway.store.search_query`; only quoted letters and digits reach
 the database, always as a bound parameter.
 """
@@ -10,19 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, column, func, literal_column, select, table, text
+from sqlalchemy import ColumnElement, Select, column, func, literal_column, or_, select, table, text
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.types import Integer
 
 from agent.types import SearchFilters, SearchHit
 from gateway.store.base import Repo
 from gateway.store.models import messages, sessions
+from gateway.store.search_index import INDEX_CHARS
 from gateway.store.search_query import parse, to_fts5, to_tsquery
+from gateway.store.search_snippet import make_snippet
 
-SNIPPET_TOKENS = 16
-HEADLINE_OPTIONS = (
-    'StartSel="[", StopSel="]", MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
-)
 _HIT_COLUMNS = (
     messages.c.id,
     messages.c.session_id,
@@ -35,10 +34,17 @@ _HIT_COLUMNS = (
     messages.c.compacted,
     messages.c.compaction_id,
 )
+_QUOTED = func.substr(messages.c.text, 1, INDEX_CHARS).label("quoted")
+"""What a snippet may quote: the indexed prefix."""
 
 
 def _filters(filters: SearchFilters) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = []
+    # Rows retired by a restore (neither active nor archived) are never shown. A pruned copy
+    # (a compaction's non-summary product) repeats part of the original it replaced, which that
+    # compaction archived: only the active view shows the copy, every other view the original.
+    conditions: list[ColumnElement[bool]] = [or_(messages.c.active, messages.c.compacted)]
+    if filters.state != "active":
+        conditions.append(or_(messages.c.produced_by.is_(None), messages.c.kind == "summary"))
     if filters.platform is not None:
         conditions.append(sessions.c.platform == filters.platform)
     if filters.chat_id is not None:
@@ -62,9 +68,8 @@ def _sqlite_statement(match: str, filters: SearchFilters) -> Select[Any]:
     fts = table("messages_fts", column("rowid", Integer))
     fts_ref: ColumnElement[Any] = literal_column("messages_fts")
     score = func.bm25(fts_ref)
-    snippet = func.snippet(fts_ref, 0, "[", "]", "…", SNIPPET_TOKENS)
     return (
-        select(*_HIT_COLUMNS, snippet.label("snippet"), (-score).label("rank"))
+        select(*_HIT_COLUMNS, _QUOTED, (-score).label("rank"))
         .select_from(
             fts.join(messages, messages.c.id == fts.c.rowid).join(
                 sessions, sessions.c.id == messages.c.session_id
@@ -80,9 +85,8 @@ def _postgres_statement(tsquery: str, filters: SearchFilters) -> Select[Any]:
     query = func.to_tsquery(config, tsquery)
     tsv = literal_column("messages.text_tsv", TSVECTOR)
     rank = func.ts_rank(tsv, query)
-    headline = func.ts_headline(config, messages.c.text, query, HEADLINE_OPTIONS)
     return (
-        select(*_HIT_COLUMNS, headline.label("snippet"), rank.label("rank"))
+        select(*_HIT_COLUMNS, _QUOTED, rank.label("rank"))
         .select_from(messages.join(sessions, sessions.c.id == messages.c.session_id))
         .where(tsv.bool_op("@@")(query), *_filters(filters))
         .order_by(rank.desc(), messages.c.id)
@@ -118,7 +122,7 @@ class SearchOps(Repo):
                 active=bool(r["active"]),
                 compacted=bool(r["compacted"]),
                 compaction_id=r["compaction_id"],
-                snippet=r["snippet"] or "",
+                snippet=make_snippet(r["quoted"] or "", parsed),
                 rank=float(r["rank"] or 0.0),
             )
             for r in rows

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 
 from agent.errors import NotFound, StoreError
 from agent.types import (
+    HIT_END,
+    HIT_START,
     ChatMessage,
     CompactionPlan,
     CompactionRecord,
@@ -343,9 +345,9 @@ def _find(words: list[str], term: Term) -> list[tuple[int, int]]:
 
 
 def _snippet(tokens: tuple[str, ...], marked: set[int]) -> str:
-    """Up to ``SNIPPET_TOKENS`` tokens around the first hit, hits in ``[`` ``]``."""
+    """Up to ``SNIPPET_TOKENS`` tokens around the first hit, hits between the store's markers."""
     first = min(marked, default=0)
     start = max(0, first - SNIPPET_TOKENS // 3)
     window = range(start, min(len(tokens), start + SNIPPET_TOKENS))
-    words = [f"[{tokens[i]}]" if i in marked else tokens[i] for i in window]
+    words = [f"{HIT_START}{tokens[i]}{HIT_END}" if i in marked else tokens[i] for i in window]
     return ("… " if start else "") + " ".join(words) + (" …" if window.stop < len(tokens) else "")
