@@ -16,6 +16,7 @@ MessageKind = Literal["message", "summary", "notice"]
 Trigger = Literal["hygiene", "in_loop", "reactive", "manual", "scheduled"]
 CompactionStatus = Literal["ok", "fallback", "failed"]
 SearchState = Literal["active", "archived", "all"]
+SearchSort = Literal["relevance", "recent"]
 ContentBlock = dict[str, Any]
 
 

@@ -45,7 +45,7 @@ def fold(text: str) -> tuple[str, list[int]]:
 def _pattern(term: Term, *, substring: bool) -> str:
     tokens = [re.escape(fold(tok)[0]) for tok in term.tokens]
     body = _SEPARATORS.join(tokens)
-    if substring:
+    if substring or term.cjk:  # a CJK word is found inside a run of CJK characters
         return body
     return _WORD_BEFORE + body + (r"[^\W_]*" if term.prefix else _WORD_AFTER)
 

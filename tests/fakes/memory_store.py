@@ -24,6 +24,7 @@ from agent.types import (
     RecallPage,
     SearchFilters,
     SearchHit,
+    SearchSort,
     UsageRecord,
 )
 from gateway.store.search_query import Term, parse, tokens_of
@@ -229,7 +230,13 @@ class InMemoryStore:
     # ---- search -------------------------------------------------------------------------
 
     async def search(
-        self, query: str, filters: SearchFilters, *, limit: int = 20, offset: int = 0
+        self,
+        query: str,
+        filters: SearchFilters,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        sort: SearchSort = "relevance",
     ) -> list[SearchHit]:
         parsed = parse(query)
         if not parsed.usable:
@@ -260,7 +267,10 @@ class InMemoryStore:
                     rank=float(sum(len(s) for s in spans)),
                 )
             )
-        hits.sort(key=lambda h: (-h.rank, h.message_id))
+        if sort == "recent":
+            hits.sort(key=lambda h: -h.message_id)
+        else:
+            hits.sort(key=lambda h: (-h.rank, h.message_id))
         return hits[offset : offset + limit]
 
     def _passes(self, row: _Row, f: SearchFilters) -> bool:

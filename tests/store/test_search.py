@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -196,3 +197,49 @@ async def test_operator_words_are_searched_literally(store: Store) -> None:
     m = await store.append_message(sid, ChatMessage.user("this AND that, OR else NOT near"))
     assert [h.message_id for h in await store.search("AND OR NOT", ALL)] == [m.id]
     assert [h.message_id for h in await store.search("NEAR(", ALL)] == [m.id]
+
+
+async def test_recent_order_lists_the_newest_hit_first(store: Store) -> None:
+    sid = await new_session(store)
+    best = await store.append_message(sid, ChatMessage.user("mango mango mango mango"))
+    newest = await store.append_message(sid, ChatMessage.user("mango " + "filler " * 40))
+    assert [h.message_id for h in await store.search("mango", ALL)] == [best.id, newest.id]
+    assert [h.message_id for h in await store.search("mango", ALL, sort="recent")] == [newest.id, best.id]
+
+
+CORPUS_WORDS = ["alpha", "beta", "gamma", "delta", "getAlphaBeta", "数据", "数据库", "カタカナ", "omega"]
+QUERIES = ["alpha", "beta -gamma", '"alpha beta"', "alph*", "alphabeta", "数据", "カタカナ -alpha", "lpha"]
+
+
+@pytest.mark.parametrize("window", [3, 10_000])
+async def test_both_orders_and_every_paging_return_the_same_hits(store: Store, window: int) -> None:
+    rng = random.Random(5)
+    sid = await new_session(store)
+    for _ in range(60):
+        await store.append_message(
+            sid, ChatMessage.user(" ".join(rng.choices(CORPUS_WORDS, k=rng.randint(1, 6))))
+        )
+    store.rank_window = window
+    for query in QUERIES:
+        whole = [h.message_id for h in await store.search(query, ALL, limit=100)]
+        recent = [h.message_id for h in await store.search(query, ALL, limit=100, sort="recent")]
+        paged = [
+            h.message_id for i in range(0, 100, 7) for h in await store.search(query, ALL, limit=7, offset=i)
+        ]
+        assert sorted(whole) == sorted(recent) and len(set(whole)) == len(whole), query
+        assert paged == whole, query
+        assert recent == sorted(recent, reverse=True), query
+
+
+async def test_relevance_past_the_rank_window_continues_newest_first(store: Store) -> None:
+    sid = await new_session(store)
+    ids = [
+        (await store.append_message(sid, ChatMessage.user(f"lychee {'lychee ' * (i % 3)}"))).id
+        for i in range(9)
+    ]
+    store.rank_window = 4
+    hits = await store.search("lychee", ALL)
+    newest_four = sorted(ids, reverse=True)[:4]
+    assert sorted(h.message_id for h in hits[:4]) == sorted(newest_four)
+    assert [h.message_id for h in hits[4:]] == sorted(ids, reverse=True)[4:]
+    assert hits[0].rank >= hits[3].rank
