@@ -137,11 +137,14 @@ def search_sessions(
     until: Annotated[datetime | None, typer.Option(help="Until this time (UTC).")] = None,
     state: Annotated[str, typer.Option(help="active, archived or all.")] = "all",
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    sort: Annotated[str, typer.Option(help="relevance (best first) or recent (newest first).")] = "relevance",
     as_json: JsonOption = False,
 ) -> None:
     """Full-text search over every message, archived ones included."""
     if state not in ("active", "archived", "all"):
         raise typer.BadParameter("choose active, archived or all", param_hint="--state")
+    if sort not in ("relevance", "recent"):
+        raise typer.BadParameter("choose relevance or recent", param_hint="--sort")
     settings = settings_or_exit()
     filters = SearchFilters(
         platform=platform,
@@ -155,7 +158,7 @@ def search_sessions(
 
     async def fetch() -> list[SearchHit]:
         async with open_store(settings) as store:
-            return await store.search(query, filters, limit=limit)
+            return await store.search(query, filters, limit=limit, sort=sort)  # type: ignore[arg-type]
 
     hits = run_async(fetch)
     if as_json:

@@ -16,6 +16,7 @@ from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
 
 State = Literal["active", "archived", "all"]
+Sort = Literal["relevance", "recent"]
 MAX_OFFSET = 1_000_000_000
 _SESSION_ID = re.compile(r"[\w.:-]{1,128}", re.ASCII)
 # A filter value: bounded, and without NUL (PostgreSQL refuses it in text parameters).
@@ -141,6 +142,7 @@ def api_router(store: Store) -> APIRouter:
         state: State = "all",
         limit: Limit = 20,
         offset: Offset = 0,
+        sort: Sort = "relevance",
     ) -> list[dict[str, Any]]:
         filters = SearchFilters(
             platform=platform,
@@ -151,7 +153,8 @@ def api_router(store: Store) -> APIRouter:
             until=utc(until),
             state=state,
         )
-        return [hit_json(h) for h in await store.search(q, filters, limit=limit, offset=offset)]
+        hits = await store.search(q, filters, limit=limit, offset=offset, sort=sort)
+        return [hit_json(h) for h in hits]
 
     return router
 

@@ -235,16 +235,18 @@ def message_html(m: ChatMessage) -> str:
     )
 
 
-def search_page(query: str, state: str, hits: Sequence[SearchHit]) -> str:
-    """``/search``: ranked hits with their matches marked."""
-    options = "".join(
-        f'<option value="{s}"{" selected" if s == state else ""}>{s}</option>'
-        for s in ("all", "active", "archived")
-    )
+def _options(values: Sequence[str], chosen: str) -> str:
+    return "".join(f'<option value="{v}"{" selected" if v == chosen else ""}>{v}</option>' for v in values)
+
+
+def search_page(query: str, state: str, hits: Sequence[SearchHit], *, sort: str = "relevance") -> str:
+    """``/search``: ranked (or newest-first) hits with their matches marked."""
     form = (
         '<form action="/search" method="get">'
         f'<input type="search" name="q" value="{esc(query)}" autofocus> '
-        f'<select name="state">{options}</select> <button>Search</button></form>'
+        f'<select name="state">{_options(("all", "active", "archived"), state)}</select> '
+        f'<select name="sort">{_options(("relevance", "recent"), sort)}</select> '
+        "<button>Search</button></form>"
     )
     if not query.strip():
         results = '<p class="muted">Words, "phrases", -exclude, prefix*.</p>'

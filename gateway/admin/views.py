@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from agent.types import SearchFilters
 from gateway.admin import page
-from gateway.admin.api import Filter, Limit, Offset, State, checked_id, restore_latest
+from gateway.admin.api import Filter, Limit, Offset, Sort, State, checked_id, restore_latest
 from gateway.admin.charts import context_chart
 from gateway.store.repository import Store
 
@@ -84,8 +84,9 @@ def page_router(store: Store) -> APIRouter:
         state: State = "all",
         session: Filter = None,
         limit: Limit = 50,
+        sort: Sort = "relevance",
     ) -> HTMLResponse:
-        hits = await store.search(q, SearchFilters(session_id=session, state=state), limit=limit)
-        return html(page.search_page(q, state, hits))
+        hits = await store.search(q, SearchFilters(session_id=session, state=state), limit=limit, sort=sort)
+        return html(page.search_page(q, state, hits, sort=sort))
 
     return router
