@@ -230,6 +230,8 @@ class SearchHit:
     compaction_id: str | None
     snippet: str
     rank: float
+    substring: bool = False
+    """Found only as part of a longer word (the substring tier); such hits follow every whole-word hit."""
 
 
 @dataclass(frozen=True, slots=True)

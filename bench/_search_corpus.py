@@ -1,7 +1,8 @@
 """The search bench's corpus: chat-like messages, most archived, bulk-loaded through the real schema.
 
-One big session holds most rows (archived, plus 1,000 active: ``session_search`` runs in
-it); 200 smaller sessions hold the rest. Words follow a Zipf law over a pronounceable
+One big session holds 90% of the rows (archived, but for its newest 1,000:
+``session_search`` runs in it), interleaved in time with 200 smaller sessions that hold the
+rest (active): 90% of all rows are archived. Words follow a Zipf law over a pronounceable
 vocabulary; some messages carry a fixed phrase, CJK sentences or code identifiers, so
 that every query class has hits. The schema comes from the migrations; rows go in with
 ``executemany`` (SQLite) or ``COPY`` (PostgreSQL) with the search indexes dropped and
@@ -46,6 +47,7 @@ NOUNS = [
     "Event",
 ]
 BIG_SESSION = "b" * 32
+BIG_SHARE = 0.9
 ACTIVE_IN_BIG = 1_000
 OTHER_SESSIONS = 200
 PHRASE_SHARE = 0.01
@@ -107,17 +109,29 @@ class Row:
 
 
 def rows(corpus: Corpus) -> Iterator[Row]:
-    """Every message row: the big session first (archived, then its active tail), then the others."""
-    big_archived = int(corpus.size * 0.9)
+    """Every message row, oldest first: the big session's interleaved with the others' (90/10).
+
+    The big session's rows are archived but for its newest :data:`ACTIVE_IN_BIG`; the other
+    sessions' rows are active.
+    """
+    rng = random.Random(corpus.seed + 2)
     texts = corpus.texts()
-    for seq in range(1, big_archived + ACTIVE_IN_BIG + 1):
-        archived = seq <= big_archived
-        cid = f"c{(seq - 1) // 10_000:031d}" if archived else None
-        yield Row(BIG_SESSION, seq, next(texts), archived, cid)
-    rest = corpus.size - big_archived - ACTIVE_IN_BIG
-    for i in range(max(rest, 0)):
-        sid = f"s{i % OTHER_SESSIONS:031d}"
-        yield Row(sid, i // OTHER_SESSIONS + 1, next(texts), False, None)
+    big_total = int(corpus.size * BIG_SHARE)
+    big_seq, other_seq = 0, [0] * OTHER_SESSIONS
+    other_total = corpus.size - big_total
+    other_done = 0
+    for _ in range(corpus.size):
+        left_big, left_other = big_total - big_seq, other_total - other_done
+        if left_big and (not left_other or rng.random() < left_big / (left_big + left_other)):
+            big_seq += 1
+            archived = big_seq <= big_total - ACTIVE_IN_BIG
+            cid = f"c{(big_seq - 1) // 10_000:031d}" if archived else None
+            yield Row(BIG_SESSION, big_seq, next(texts), archived, cid)
+        else:
+            s = rng.randrange(OTHER_SESSIONS)
+            other_seq[s] += 1
+            other_done += 1
+            yield Row(f"s{s:031d}", other_seq[s], next(texts), False, None)
 
 
 def sessions() -> list[str]:
@@ -125,7 +139,7 @@ def sessions() -> list[str]:
 
 
 def compactions(corpus: Corpus) -> list[str]:
-    return [f"c{i:031d}" for i in range((int(corpus.size * 0.9) + 9_999) // 10_000)]
+    return [f"c{i:031d}" for i in range((int(corpus.size * BIG_SHARE) + 9_999) // 10_000)]
 
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -230,7 +244,7 @@ def _sqlite_value(value: Any) -> Any:
     return value
 
 
-SEARCH_INDEXES = ("ix_messages_text_tsv", "ix_messages_search_cjk", "ix_messages_text_trgm")
+SEARCH_INDEXES = ("ix_messages_text_tsv", "ix_messages_cjk_tsv", "ix_messages_text_trgm")
 
 
 def load_postgres(dsn: str, schema: str, corpus: Corpus, cjk: Any, progress: Any) -> None:

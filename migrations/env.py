@@ -31,8 +31,8 @@ target_metadata = Base.metadata
 # tables, their shadow tables and source view on SQLite; the tsvector column and the search
 # indexes (expressions, pg_trgm) on PostgreSQL.
 IGNORED_TABLE_PREFIX = "messages_fts"
-IGNORED_COLUMNS = {("messages", "text_tsv")}
-IGNORED_INDEXES = {"ix_messages_text_tsv", "ix_messages_search_cjk", "ix_messages_text_trgm"}
+IGNORED_COLUMNS = {("messages", "text_tsv"), ("messages", "cjk_tsv")}
+IGNORED_INDEXES = {"ix_messages_text_tsv", "ix_messages_cjk_tsv", "ix_messages_text_trgm"}
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:

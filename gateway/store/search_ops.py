@@ -4,24 +4,22 @@ A query (:mod:`gateway.store.search_query`) is answered in two tiers: **words** 
 words found character by character), then **substrings** of three characters or more
 for what the words tier missed. The order is
 
-- ``relevance`` (default): words-tier hits by the engine's rank (bm25 on SQLite,
-  ``ts_rank`` on PostgreSQL) — among the newest :data:`~gateway.store.search_sql.RANK_WINDOW`
-  matches when there are more, older ones following newest first — then substring-only
-  hits, newest first;
-- ``recent``: every hit of both tiers, newest first (stops early on both engines).
+- ``relevance`` (default): words-tier hits by a BM25 score (:mod:`gateway.store.search_rank`)
+  — among the newest :data:`~gateway.store.search_rank.RANK_WINDOW` matches when there are
+  more, older ones following newest first — then substring-only hits, newest first;
+- ``recent``: words-tier hits newest first, then substring-only hits newest first.
 
-Both orders return the same set of hits. Phase one finds the ids of the page
-(:mod:`gateway.store.search_sql`); phase two reads those rows and cuts their snippets
-(:mod:`gateway.store.search_snippet`), identically on both engines.
+Both orders return the same set of hits, and the same order on both engines. Phase one
+finds the ids of the page (:mod:`gateway.store.search_tiers`, with the statements of
+:mod:`gateway.store.search_sql`); phase two reads those rows and cuts their snippets
+(:mod:`gateway.store.search_snippet`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import RowMapping, Select, func, select, text
+from sqlalchemy import RowMapping, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.types import SearchFilters, SearchHit, SearchSort
@@ -29,8 +27,10 @@ from gateway.store.base import Repo, chunks
 from gateway.store.models import messages
 from gateway.store.search_index import INDEX_CHARS
 from gateway.store.search_query import ParsedQuery, parse
+from gateway.store.search_rank import RANK_WINDOW
 from gateway.store.search_snippet import make_snippet
-from gateway.store.search_sql import RANK_WINDOW, PostgresSearch, SearchSql, SqliteSearch
+from gateway.store.search_sql import PostgresSearch, SearchSql, SqliteSearch
+from gateway.store.search_tiers import Found, find
 
 _HIT_COLUMNS = (
     messages.c.id,
@@ -47,44 +47,7 @@ _HIT_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Found:
-    id: int
-    rank: float
-    substring: bool  # found by the substring tier only
-
-
-async def _ids(s: AsyncSession, stmt: Select[Any] | None, *, substring: bool = False) -> list[_Found]:
-    if stmt is None:
-        return []
-    return [_Found(int(r[0]), float(r[1] or 0.0), substring) for r in await s.execute(stmt)]
-
-
-async def _by_relevance(
-    s: AsyncSession, sql: SearchSql, parsed: ParsedQuery, filters: SearchFilters, need: int
-) -> list[_Found]:
-    cut = sql.words_cutoff(parsed)
-    cutoff = None if cut is None else await s.scalar(cut)
-    found = await _ids(s, sql.words(parsed, filters, ranked=True, limit=need, from_id=cutoff))
-    if cutoff is not None and len(found) < need:
-        older = sql.words(parsed, filters, ranked=False, limit=need - len(found), below_id=cutoff)
-        found += await _ids(s, older)
-    if len(found) < need:
-        found += await _ids(s, sql.substrings(parsed, filters, limit=need - len(found)), substring=True)
-    return found
-
-
-async def _by_recency(
-    s: AsyncSession, sql: SearchSql, parsed: ParsedQuery, filters: SearchFilters, need: int
-) -> list[_Found]:
-    words = await _ids(s, sql.words(parsed, filters, ranked=False, limit=need))
-    seen = {f.id for f in words}
-    more = sql.substrings(parsed, filters, limit=need, exclude_words=False)
-    substrings = [f for f in await _ids(s, more, substring=True) if f.id not in seen]
-    return sorted(words + substrings, key=lambda f: f.id, reverse=True)[:need]
-
-
-async def _read_hits(s: AsyncSession, page: Sequence[_Found], parsed: ParsedQuery) -> list[SearchHit]:
+async def _read_hits(s: AsyncSession, page: Sequence[Found], parsed: ParsedQuery) -> list[SearchHit]:
     rows: dict[int, RowMapping] = {}
     for part in chunks([f.id for f in page]):
         result = await s.execute(select(*_HIT_COLUMNS).where(messages.c.id.in_(part)))
@@ -103,10 +66,24 @@ async def _read_hits(s: AsyncSession, page: Sequence[_Found], parsed: ParsedQuer
             compaction_id=r["compaction_id"],
             snippet=make_snippet(r["quoted"] or "", parsed, substring=f.substring),
             rank=f.rank,
+            substring=f.substring,
         )
         for f in page
         if (r := rows.get(f.id)) is not None
     ]
+
+
+async def _postgres_setup(s: AsyncSession) -> int:
+    """Plan this transaction's statements for their values, read by bitmaps; the highest id."""
+    # psycopg prepares a statement on its 5th run, and PostgreSQL may then plan it for unknown
+    # parameters: a full-text LIMIT query went from 1 ms to 60 ms.
+    await s.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+    top = int(await s.scalar(select(func.coalesce(func.max(messages.c.id), 0))) or 0)
+    # Matches are read in id ranges (search_tiers). Walking the primary key backwards instead,
+    # testing every row, is what PostgreSQL picks when it expects many matches, and it reads
+    # the whole table for a word it misjudged as common.
+    await s.execute(text("SET LOCAL enable_indexscan = off"))
+    return top
 
 
 class SearchOps(Repo):
@@ -127,16 +104,30 @@ class SearchOps(Repo):
         offset = max(offset, 0)
         if not parsed.usable or limit <= 0:
             return []
-        engine = SqliteSearch if self._db.dialect == "sqlite" else PostgresSearch
-        sql: SearchSql = engine(rank_window=self.rank_window)
-        order = _by_recency if sort == "recent" else _by_relevance
+        sql: SearchSql = SqliteSearch() if self._db.dialect == "sqlite" else PostgresSearch()
         async with self._tx(write=False) as s:
-            if self._db.dialect == "postgresql":
-                # psycopg prepares a statement on its 5th run, and PostgreSQL may then plan it
-                # for unknown parameters: a full-text LIMIT query went from 1 ms to 60 ms.
-                await s.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-            found = await order(s, sql, parsed, filters, offset + limit)
+            top = await _postgres_setup(s) if self._db.dialect == "postgresql" else 0
+            need, window = offset + limit, self.rank_window
+            found = await find(s, sql, parsed, filters, need=need, sort=sort, window=window, top=top)
             return await _read_hits(s, found[offset:], parsed)
+
+    async def search_index_problem(self) -> str | None:
+        """What is missing from the search indexes, in one line; ``None`` when nothing is.
+
+        Only PostgreSQL can lack one: the substring index needs ``pg_trgm``, which the migration
+        skips when the extension cannot be created (search still works, scanning the table).
+        """
+        if self._db.dialect != "postgresql":
+            return None
+        async with self._tx(write=False) as s:
+            found = await s.scalar(text("SELECT to_regclass('ix_messages_text_trgm') IS NOT NULL"))
+        if found:
+            return None
+        return (
+            "no substring index (pg_trgm could not be created): substring search scans every message; as the"
+            " database owner run CREATE EXTENSION pg_trgm; CREATE INDEX ix_messages_text_trgm ON messages"
+            f" USING gin (left(text, {INDEX_CHARS}) gin_trgm_ops)"
+        )
 
     async def rebuild_search_index(self) -> None:
         """Rebuild SQLite's FTS tables from ``messages`` (PostgreSQL's indexes are always current)."""

@@ -27,23 +27,34 @@ _WORD_BEFORE = r"(?<![^\W_])"
 _WORD_AFTER = r"(?![^\W_])"
 
 
+# The diacritics FTS5's ``remove_diacritics`` drops (Latin, Greek, Cyrillic accents); marks of
+# other scripts (a kana's voicing) stay, as they do in the index.
+_DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
+def folded(text: str) -> str:
+    """``text`` without case or diacritics."""
+    if text.isascii():
+        return text.lower()
+    return _DIACRITICS.sub("", unicodedata.normalize("NFD", text)).casefold()
+
+
 def fold(text: str) -> tuple[str, list[int]]:
-    """``text`` without case or diacritics, and for each folded character its index in ``text``."""
+    """:func:`folded` ``text``, and for each of its characters the index it came from in ``text``."""
+    if text.isascii():
+        return text.lower(), list(range(len(text)))
     chars: list[str] = []
     where: list[int] = []
     for i, ch in enumerate(text):
-        if ch.isascii():
-            folded = ch.lower()
-        else:
-            decomposed = unicodedata.normalize("NFD", ch)
-            folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-        chars.append(folded)
-        where.extend([i] * len(folded))
+        one = ch.lower() if ch.isascii() else folded(ch)
+        chars.append(one)
+        where.extend([i] * len(one))
     return "".join(chars), where
 
 
-def _pattern(term: Term, *, substring: bool) -> str:
-    tokens = [re.escape(fold(tok)[0]) for tok in term.tokens]
+def term_pattern(term: Term, *, substring: bool = False) -> str:
+    """A regex finding ``term`` in :func:`folded` text, as the index matches it."""
+    tokens = [re.escape(folded(tok)) for tok in term.tokens]
     body = _SEPARATORS.join(tokens)
     if substring or term.cjk:  # a CJK word is found inside a run of CJK characters
         return body
@@ -52,7 +63,7 @@ def _pattern(term: Term, *, substring: bool) -> str:
 
 def match_spans(text: str, terms: Iterable[Term], *, substring: bool = False) -> list[tuple[int, int]]:
     """Where the terms occur in ``text``: sorted, non-overlapping ``(start, stop)`` spans."""
-    patterns = [_pattern(t, substring=substring) for t in terms]
+    patterns = [term_pattern(t, substring=substring) for t in terms]
     if not patterns:
         return []
     folded, where = fold(text)

@@ -1,7 +1,8 @@
 """The statements behind search, one builder per engine.
 
-Each statement selects ids (and a rank) only; :mod:`gateway.store.search_ops` orders the
-tiers, pages, and reads the few hits it shows afterwards. Every query value is a bound
+Each statement finds ids newest first, with a LIMIT, so it stops early;
+:mod:`gateway.store.search_ops` ranks, orders the tiers, pages, and reads the few hits
+it shows afterwards. Every query value is a bound
 parameter produced by :mod:`gateway.store.search_query` (quoted letters and digits).
 
 SQLite: ``messages_fts`` (FTS5 ``unicode61``; columns ``text`` and ``cjk``) and
@@ -12,6 +13,7 @@ and ``left(text, INDEX_CHARS)`` with ``pg_trgm``, each with its GIN index.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import (
@@ -48,10 +50,6 @@ from gateway.store.search_query import (
     ts_any,
 )
 
-RANK_WINDOW = 10_000
-"""Relevance ranks the newest this-many matches of the words tier; older matches follow, newest
-first. Ranking costs a little per match, so a common word would otherwise rank them all."""
-
 
 def visible(filters: SearchFilters) -> list[ColumnElement[bool]]:
     """The rows a search may show, given its filters."""
@@ -86,35 +84,55 @@ def _with_sessions(stmt: Select[Any], filters: SearchFilters) -> Select[Any]:
     return stmt.join(sessions, sessions.c.id == messages.c.session_id)
 
 
-class SearchSql(Protocol):
-    """Statements for one engine; each returns ``None`` when its tier cannot match anything."""
+def _newest_first(stmt: Select[Any], order_by: ColumnElement[Any], limit: int) -> Select[Any]:
+    return stmt.order_by(order_by.desc()).limit(limit)
 
-    def words_cutoff(self, parsed: ParsedQuery) -> Select[Any] | None:
-        """The id of the ``rank_window``-th newest words-tier match (no row: fewer matches)."""
+
+@dataclass(frozen=True, slots=True)
+class IdRange:
+    """Ids above ``above`` (exclusive) and below ``below`` (exclusive); ``None``: unbounded.
+
+    ``scan``: test every row of the range rather than ask the search indexes (PostgreSQL):
+    cheaper for a small range when the terms are common, since a GIN bitmap of a common
+    word holds every row that has it.
+    """
+
+    above: int | None = None
+    below: int | None = None
+    scan: bool = False
+
+    def bound(self, stmt: Select[Any], id_column: ColumnElement[Any]) -> Select[Any]:
+        if self.above is not None:
+            stmt = stmt.where(id_column > self.above)
+        if self.below is not None:
+            stmt = stmt.where(id_column < self.below)
+        return stmt
+
+
+EVERY_ID = IdRange()
+
+
+class SearchSql(Protocol):
+    """Statements for one engine, each newest first; ``None`` when its tier cannot match anything."""
+
+    scan_by_ranges: bool
+    """The engine cannot read matches newest first from its index (PostgreSQL's GIN): the caller
+    should look in id ranges that widen from the newest (see ``gateway.store.search_ops``)."""
 
     def words(
-        self,
-        parsed: ParsedQuery,
-        filters: SearchFilters,
-        *,
-        ranked: bool,
-        limit: int,
-        from_id: int | None = None,
-        below_id: int | None = None,
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
     ) -> Select[Any] | None:
-        """``(id, rank)`` of words-tier hits, best first (``ranked``) or newest first."""
+        """``(id,)`` of words-tier hits."""
 
     def substrings(
-        self, parsed: ParsedQuery, filters: SearchFilters, *, limit: int, exclude_words: bool = True
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
     ) -> Select[Any] | None:
-        """``(id, rank)`` of substring-tier hits, newest first; without ``exclude_words`` the
-        words tier's hits are not left out (cheaper when the caller merges both tiers itself)."""
+        """``(id,)`` of substring-tier hits that are not words-tier hits."""
 
 
 # ---- SQLite --------------------------------------------------------------------------------
 
 _FTS = table("messages_fts", column("rowid", Integer))
-_FTS_REF: ColumnElement[Any] = literal_column("messages_fts")
 _TRGM = table("messages_fts_trgm", column("rowid", Integer))
 
 
@@ -127,83 +145,52 @@ def _fts_rowids(param: str, value: str) -> Select[Any]:
 
 
 class SqliteSearch:
-    """FTS5: ``ORDER BY rank`` (bm25) lets FTS5 sort, so the join touches only the top rows."""
+    """FTS5 returns matches in rowid order, so ``ORDER BY rowid DESC LIMIT n`` stops after n."""
 
-    def __init__(self, *, rank_window: int = RANK_WINDOW) -> None:
-        self.rank_window = max(rank_window, 1)
-
-    def words_cutoff(self, parsed: ParsedQuery) -> Select[Any] | None:
-        match = to_fts5(parsed)
-        if match is None:
-            return None
-        return (
-            select(_FTS.c.rowid)
-            .where(_match("messages_fts", "cut", match))
-            .order_by(_FTS.c.rowid.desc())
-            .offset(self.rank_window - 1)
-            .limit(1)
-        )
+    scan_by_ranges = False
 
     def words(
-        self,
-        parsed: ParsedQuery,
-        filters: SearchFilters,
-        *,
-        ranked: bool,
-        limit: int,
-        from_id: int | None = None,
-        below_id: int | None = None,
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
     ) -> Select[Any] | None:
         match = to_fts5(parsed)
         if match is None:
             return None
-        stmt: Select[Any] = select(messages.c.id, (-func.bm25(_FTS_REF)).label("rank")).select_from(
-            _FTS.join(messages, messages.c.id == _FTS.c.rowid)
-        )
+        stmt = select(messages.c.id).select_from(_FTS.join(messages, messages.c.id == _FTS.c.rowid))
         stmt = _with_sessions(stmt, filters).where(_match("messages_fts", "words", match), *visible(filters))
-        if from_id is not None:
-            stmt = stmt.where(_FTS.c.rowid >= from_id)
-        if below_id is not None:
-            stmt = stmt.where(_FTS.c.rowid < below_id)
-        order = literal_column("messages_fts.rank") if ranked else _FTS.c.rowid.desc()
-        return stmt.order_by(order).limit(limit)
+        return _newest_first(ids.bound(stmt, _FTS.c.rowid), _FTS.c.rowid, limit)
 
     def substrings(
-        self, parsed: ParsedQuery, filters: SearchFilters, *, limit: int, exclude_words: bool = True
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
     ) -> Select[Any] | None:
         match = fts5_substrings(parsed)
         if match is None:
             return None
-        stmt: Select[Any] = select(messages.c.id, literal_column("0.0").label("rank")).select_from(
-            _TRGM.join(messages, messages.c.id == _TRGM.c.rowid)
-        )
+        stmt = select(messages.c.id).select_from(_TRGM.join(messages, messages.c.id == _TRGM.c.rowid))
         stmt = _with_sessions(stmt, filters).where(
             _match("messages_fts_trgm", "substrings", match), *visible(filters)
         )
         required = fts5_all(tuple(t for t in parsed.positive if not t.substring))
         if required is not None:
             stmt = stmt.where(messages.c.id.in_(_fts_rowids("required", required)))
-        excluded = _substring_exclusions(parsed, exclude_words=exclude_words)
-        if excluded is not None:
-            stmt = stmt.where(messages.c.id.not_in(_fts_rowids("found", excluded)))
-        return stmt.order_by(_TRGM.c.rowid.desc()).limit(limit)
+        stmt = stmt.where(messages.c.id.not_in(_fts_rowids("found", _substring_exclusions(parsed))))
+        return _newest_first(ids.bound(stmt, _TRGM.c.rowid), _TRGM.c.rowid, limit)
 
 
-def _substring_exclusions(parsed: ParsedQuery, *, exclude_words: bool) -> str | None:
-    """Rows tier 2 leaves out: a short or CJK exclusion (which the trigram table cannot
-    express) matches, or (``exclude_words``) tier 1 found them: its substring terms all
-    match as words."""
-    parts = [fts5_any(tuple(t for t in parsed.negative if not t.substring))]
-    if exclude_words:
-        parts.append(fts5_all(tuple(t for t in parsed.positive if t.substring)))
-    return " OR ".join(f"({p})" for p in parts if p) or None
+def _substring_exclusions(parsed: ParsedQuery) -> str:
+    """Rows tier 2 leaves out: tier 1 found them (its substring terms all match as words), or
+    a short or CJK exclusion (which the trigram table cannot express) matches."""
+    parts = [
+        fts5_all(tuple(t for t in parsed.positive if t.substring)),
+        fts5_any(tuple(t for t in parsed.negative if not t.substring)),
+    ]
+    return " OR ".join(f"({p})" for p in parts if p)
 
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
 
 _SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
 _TSV: ColumnElement[Any] = literal_column("messages.text_tsv", TSVECTOR)
-_CJK_TSV: ColumnElement[Any] = func.to_tsvector(_SIMPLE, messages.c.search_cjk)
+_CJK_TSV: ColumnElement[Any] = literal_column("messages.cjk_tsv", TSVECTOR)
 _PREFIX: ColumnElement[Any] = func.left(messages.c.text, literal_column(str(INDEX_CHARS)))
 
 
@@ -221,22 +208,26 @@ def _none_of(vector: ColumnElement[Any], param: str, value: str | None) -> list[
     return [not_(func.coalesce(_matches(vector, param, value), false()))]
 
 
-def _tier1(parsed: ParsedQuery, tag: str) -> tuple[list[ColumnElement[bool]], ColumnElement[Any]] | None:
-    """Conditions of the words tier, and its rank (``tag`` keeps parameter names apart)."""
+def _unindexed(conditions: list[ColumnElement[bool]], ids: IdRange) -> list[ColumnElement[bool]]:
+    """``conditions`` as they are, or (``ids.scan``) in a form no index can serve (tested row by row)."""
+    if not ids.scan:
+        return conditions
+    return [func.coalesce(c, false()) for c in conditions]
+
+
+def _tier1(parsed: ParsedQuery) -> list[ColumnElement[bool]] | None:
+    """Conditions of the words tier."""
     queries = to_tsqueries(parsed)
     if queries is None:
         return None
     conditions: list[ColumnElement[bool]] = []
-    rank: ColumnElement[Any] = literal_column("0.0")
     if queries.words is not None:
-        conditions.append(_matches(_TSV, f"{tag}w", queries.words))
-        rank = func.ts_rank(_TSV, _tsquery(f"{tag}rw", queries.words))
+        conditions.append(_matches(_TSV, "words", queries.words))
     if queries.cjk is not None:
-        conditions += [messages.c.search_cjk.is_not(None), _matches(_CJK_TSV, f"{tag}c", queries.cjk)]
-        rank = rank + func.ts_rank(_CJK_TSV, _tsquery(f"{tag}rc", queries.cjk))
-    conditions += _none_of(_TSV, f"{tag}nw", queries.not_words)
-    conditions += _none_of(_CJK_TSV, f"{tag}nc", queries.not_cjk)
-    return conditions, rank
+        conditions += [_CJK_TSV.is_not(None), _matches(_CJK_TSV, "cjk", queries.cjk)]
+    conditions += _none_of(_TSV, "not_words", queries.not_words)
+    conditions += _none_of(_CJK_TSV, "not_cjk", queries.not_cjk)
+    return conditions
 
 
 def _required(terms: tuple[Term, ...]) -> list[ColumnElement[bool]]:
@@ -247,55 +238,29 @@ def _required(terms: tuple[Term, ...]) -> list[ColumnElement[bool]]:
         if query is None:
             continue
         if term.cjk:
-            out += [messages.c.search_cjk.is_not(None), _matches(_CJK_TSV, f"req{i}", query)]
+            out += [_CJK_TSV.is_not(None), _matches(_CJK_TSV, f"req{i}", query)]
         else:
             out.append(_matches(_TSV, f"req{i}", query))
     return out
 
 
 class PostgresSearch:
-    """tsvector + pg_trgm; runs with custom plans (see :func:`gateway.store.db.custom_plans`)."""
+    """tsvector + pg_trgm; the search transaction plans with its values (``force_custom_plan``)."""
 
-    def __init__(self, *, rank_window: int = RANK_WINDOW) -> None:
-        self.rank_window = max(rank_window, 1)
-
-    def words_cutoff(self, parsed: ParsedQuery) -> Select[Any] | None:
-        tier = _tier1(parsed, "k")
-        if tier is None:
-            return None
-        return (
-            select(messages.c.id)
-            .where(*tier[0])
-            .order_by(messages.c.id.desc())
-            .offset(self.rank_window - 1)
-            .limit(1)
-        )
+    scan_by_ranges = True
 
     def words(
-        self,
-        parsed: ParsedQuery,
-        filters: SearchFilters,
-        *,
-        ranked: bool,
-        limit: int,
-        from_id: int | None = None,
-        below_id: int | None = None,
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
     ) -> Select[Any] | None:
-        tier = _tier1(parsed, "t")
-        if tier is None:
+        conditions = _tier1(parsed)
+        if conditions is None:
             return None
-        conditions, rank = tier
-        stmt = _with_sessions(select(messages.c.id, rank.label("rank")), filters)
-        stmt = stmt.where(*conditions, *visible(filters))
-        if from_id is not None:
-            stmt = stmt.where(messages.c.id >= from_id)
-        if below_id is not None:
-            stmt = stmt.where(messages.c.id < below_id)
-        order = (rank.desc(), messages.c.id.desc()) if ranked else (messages.c.id.desc(),)
-        return stmt.order_by(*order).limit(limit)
+        stmt = _with_sessions(select(messages.c.id), filters)
+        stmt = stmt.where(*_unindexed(conditions, ids), *visible(filters))
+        return _newest_first(ids.bound(stmt, messages.c.id), messages.c.id, limit)
 
     def substrings(
-        self, parsed: ParsedQuery, filters: SearchFilters, *, limit: int, exclude_words: bool = True
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
     ) -> Select[Any] | None:
         if not parsed.has_substrings:
             return None
@@ -305,11 +270,14 @@ class PostgresSearch:
                 like = _PREFIX.ilike(bindparam(f"like{i}", like_pattern(term)))
                 conditions.append(not_(like) if term.negated else like)
         conditions += _required(tuple(t for t in parsed.positive if not t.substring))
-        if exclude_words:  # tier 1 found the rows where every substring term is also a word
-            found = ts_all(tuple(t for t in parsed.positive if t.substring), cjk=False)
-            conditions += _none_of(_TSV, "found", found)
+        # Tier 1 found the rows where every substring term is also a word.
+        conditions += _none_of(
+            _TSV, "found", ts_all(tuple(t for t in parsed.positive if t.substring), cjk=False)
+        )
         short = tuple(t for t in parsed.negative if not t.substring)
         conditions += _none_of(_TSV, "nsw", ts_any(short, cjk=False))
         conditions += _none_of(_CJK_TSV, "nsc", ts_any(short, cjk=True))
-        stmt = _with_sessions(select(messages.c.id, literal_column("0.0").label("rank")), filters)
-        return stmt.where(*conditions, *visible(filters)).order_by(messages.c.id.desc()).limit(limit)
+        stmt = _with_sessions(select(messages.c.id), filters).where(
+            *_unindexed(conditions, ids), *visible(filters)
+        )
+        return _newest_first(ids.bound(stmt, messages.c.id), messages.c.id, limit)

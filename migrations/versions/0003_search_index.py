@@ -10,12 +10,13 @@
 SQLite: the FTS5 tables ``messages_fts`` (unicode61; columns ``text``, ``cjk``) and
 ``messages_fts_trgm`` (trigram) read their content through the view
 ``messages_fts_source``, which cuts the text; the triggers index the same values.
-PostgreSQL: ``text_tsv`` is rebuilt over ``left(text, INDEX_CHARS)`` (a table rewrite), a GIN
-index over ``to_tsvector('simple', search_cjk)``, and a ``pg_trgm`` GIN index over
-``left(text, INDEX_CHARS)``. ``pg_trgm`` is created in schema ``public`` when missing (it is a
-trusted extension: the database owner may create it); where it cannot be created, the
-upgrade goes on without that index and substring search scans instead (slow on a big
-database; ``hygieia doctor`` says so).
+PostgreSQL: ``text_tsv`` is rebuilt over ``left(text, INDEX_CHARS)`` (a table rewrite), the
+generated ``cjk_tsv`` column (``to_tsvector('simple', search_cjk)``, NULL for most rows: a
+phrase's recheck reads it instead of parsing the text again) with its GIN index, and a
+``pg_trgm`` GIN index over ``left(text, INDEX_CHARS)``. ``pg_trgm`` is created in schema
+``public`` when missing (a trusted extension: the database owner may create it); where it
+cannot be, the upgrade goes on without that index and substring search scans instead
+(slow on a big database; ``hygieia doctor`` says so).
 
 Revision ID: 0003_search_index
 Revises: 0002_message_edits
@@ -55,10 +56,11 @@ SOURCE_COLUMNS = {
 ``old``) and the ``messages`` column it comes from."""
 
 FTS_TABLES = {
-    "messages_fts": (("text", "cjk"), "unicode61 remove_diacritics 2"),
-    "messages_fts_trgm": (("text",), "trigram"),
+    "messages_fts": (("text", "cjk"), "tokenize='unicode61 remove_diacritics 2', prefix='2 3 4'"),
+    "messages_fts_trgm": (("text",), "tokenize='trigram'"),
 }
-"""Each FTS5 table: the columns of the source view it indexes, and its tokenizer."""
+"""Each FTS5 table: the columns of the source view it indexes, and its options. The prefix
+indexes make ``ab*`` one doclist read instead of a merge of every word that starts so."""
 
 SQLITE_DROP = [
     "DROP TRIGGER IF EXISTS messages_fts_ai",
@@ -79,11 +81,11 @@ def _sqlite_create() -> list[str]:
     )
     statements = [f"CREATE VIEW messages_fts_source AS SELECT id, {source} FROM messages"]
     insert, delete = [], []
-    for name, (columns, tokenizer) in FTS_TABLES.items():
+    for name, (columns, options) in FTS_TABLES.items():
         names = ", ".join(columns)
         statements.append(
             f"CREATE VIRTUAL TABLE {name} USING fts5({names}, content='messages_fts_source', "
-            f"content_rowid='id', tokenize='{tokenizer}')"
+            f"content_rowid='id', {options})"
         )
         insert.append(f"INSERT INTO {name}(rowid, {names}) VALUES (new.id, {_values(columns, 'new')});")
         old = _values(columns, "old")
@@ -191,10 +193,16 @@ def _pg_trgm_schema() -> str | None:
 
 def _postgres_create() -> None:
     _postgres_tsv(f"to_tsvector('simple', left(text, {INDEX_CHARS}))")
-    op.execute(
-        "CREATE INDEX ix_messages_search_cjk ON messages USING gin (to_tsvector('simple', search_cjk))"
-        " WHERE search_cjk IS NOT NULL"
+    op.add_column(
+        "messages",
+        sa.Column(
+            "cjk_tsv",
+            postgresql.TSVECTOR(),
+            sa.Computed("to_tsvector('simple', search_cjk)", persisted=True),
+            nullable=True,
+        ),
     )
+    op.execute("CREATE INDEX ix_messages_cjk_tsv ON messages USING gin (cjk_tsv) WHERE cjk_tsv IS NOT NULL")
     schema = _pg_trgm_schema()
     if schema is not None:
         opclass = f'"{schema}".gin_trgm_ops'
@@ -221,7 +229,8 @@ def downgrade() -> None:
             op.execute(statement)
     elif dialect == "postgresql":
         op.execute("DROP INDEX IF EXISTS ix_messages_text_trgm")  # pg_trgm stays: others may use it
-        op.drop_index("ix_messages_search_cjk", table_name="messages")
+        op.drop_index("ix_messages_cjk_tsv", table_name="messages")
+        op.drop_column("messages", "cjk_tsv")
         _postgres_tsv("to_tsvector('simple', text)")
     with op.batch_alter_table("messages") as batch:
         batch.drop_column("search_cjk")

@@ -63,8 +63,8 @@ def _search_objects(conn: Connection) -> set[str]:
         return {r[0] for r in rows}
     columns = {c["name"] for c in inspect(conn).get_columns("messages")}
     indexes = {i["name"] for i in inspect(conn).get_indexes("messages")}
-    search = {"ix_messages_text_tsv", "ix_messages_search_cjk", "ix_messages_text_trgm"}
-    return ({"text_tsv"} & columns) | (search & indexes)
+    search = {"ix_messages_text_tsv", "ix_messages_cjk_tsv", "ix_messages_text_trgm"}
+    return ({"text_tsv", "cjk_tsv"} & columns) | (search & indexes)
 
 
 async def test_search_objects_are_built_by_the_migration(database: Database) -> None:
@@ -76,8 +76,9 @@ async def test_search_objects_are_built_by_the_migration(database: Database) -> 
     else:
         assert found == {
             "text_tsv",
+            "cjk_tsv",
             "ix_messages_text_tsv",
-            "ix_messages_search_cjk",
+            "ix_messages_cjk_tsv",
             "ix_messages_text_trgm",
         }
 

@@ -222,13 +222,16 @@ async def test_both_orders_and_every_paging_return_the_same_hits(store: Store, w
     store.rank_window = window
     for query in QUERIES:
         whole = [h.message_id for h in await store.search(query, ALL, limit=100)]
-        recent = [h.message_id for h in await store.search(query, ALL, limit=100, sort="recent")]
+        recent_hits = await store.search(query, ALL, limit=100, sort="recent")
+        recent = [h.message_id for h in recent_hits]
         paged = [
             h.message_id for i in range(0, 100, 7) for h in await store.search(query, ALL, limit=7, offset=i)
         ]
         assert sorted(whole) == sorted(recent) and len(set(whole)) == len(whole), query
         assert paged == whole, query
-        assert recent == sorted(recent, reverse=True), query
+        tiers = [[h.message_id for h in recent_hits if h.substring is tier] for tier in (False, True)]
+        assert [h.message_id for h in recent_hits] == tiers[0] + tiers[1], query
+        assert all(tier == sorted(tier, reverse=True) for tier in tiers), query
 
 
 async def test_relevance_past_the_rank_window_continues_newest_first(store: Store) -> None:

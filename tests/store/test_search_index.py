@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+from sqlalchemy import text
+
 from agent.types import ChatMessage, SearchFilters
 from gateway.store.repository import Store
 from gateway.store.search_index import INDEX_CHARS
@@ -45,3 +47,16 @@ async def test_words_past_the_indexed_prefix_are_not_found(store: Store) -> None
 def test_the_migration_indexes_the_same_prefix_the_store_documents() -> None:
     migration = importlib.import_module("migrations.versions.0003_search_index")
     assert migration.INDEX_CHARS == INDEX_CHARS
+
+
+async def test_a_missing_substring_index_is_reported_in_one_line(store: Store) -> None:
+    assert await store.search_index_problem() is None
+    if store.db.dialect != "postgresql":
+        return
+    async with store.db.transaction() as s:
+        await s.execute(text("DROP INDEX ix_messages_text_trgm"))
+    problem = await store.search_index_problem()
+    assert problem is not None and "CREATE EXTENSION pg_trgm" in problem and "\n" not in problem
+    sid = await new_session(store)
+    hit = await store.append_message(sid, ChatMessage.user("getUserProfileById()"))
+    assert [h.message_id for h in await store.search("UserProfile", ALL)] == [hit.id]
