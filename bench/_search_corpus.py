@@ -18,7 +18,7 @@ import random
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -196,6 +196,23 @@ def message_values(row: Row, index: int, cjk: Any) -> dict[str, Any]:
     return values
 
 
+def write_corpus(
+    write: Callable[[str, list[dict[str, Any]]], None], corpus: Corpus, cjk: Any, progress: Any
+) -> None:
+    """Every row of ``corpus`` through ``write(table, rows)``, messages in batches."""
+    write("sessions", [session_values(s) for s in sessions()])
+    write("compactions", [compaction_values(c) for c in compactions(corpus)])
+    batch: list[dict[str, Any]] = []
+    for index, row in enumerate(rows(corpus)):
+        batch.append(message_values(row, index, cjk))
+        if len(batch) == 20_000:
+            write("messages", batch)
+            progress(len(batch))
+            batch = []
+    write("messages", batch)
+    progress(len(batch))
+
+
 def load_sqlite(path: str, corpus: Corpus, cjk: Any, progress: Any) -> None:
     """Bulk-load ``corpus`` into the migrated SQLite database at ``path``."""
     conn = sqlite3.connect(path, isolation_level=None)
@@ -210,17 +227,7 @@ def load_sqlite(path: str, corpus: Corpus, cjk: Any, progress: Any) -> None:
     conn.execute("BEGIN")
     for name, _ in triggers:
         conn.execute(f"DROP TRIGGER {name}")
-    _insert_many(conn, "sessions", [session_values(s) for s in sessions()])
-    _insert_many(conn, "compactions", [compaction_values(c) for c in compactions(corpus)])
-    batch: list[dict[str, Any]] = []
-    for index, row in enumerate(rows(corpus)):
-        batch.append(message_values(row, index, cjk))
-        if len(batch) == 20_000:
-            _insert_many(conn, "messages", batch)
-            progress(len(batch))
-            batch = []
-    _insert_many(conn, "messages", batch)
-    progress(len(batch))
+    write_corpus(lambda table, values: _insert_many(conn, table, values), corpus, cjk, progress)
     for name in fts:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
     for _, sql in triggers:
@@ -264,17 +271,7 @@ def load_postgres(dsn: str, schema: str, corpus: Corpus, cjk: Any, progress: Any
         for name in SEARCH_INDEXES:
             conn.execute(f'DROP INDEX IF EXISTS "{schema}".{name}')
         with conn.transaction():
-            _copy(conn, "sessions", [session_values(s) for s in sessions()])
-            _copy(conn, "compactions", [compaction_values(c) for c in compactions(corpus)])
-            batch: list[dict[str, Any]] = []
-            for index, row in enumerate(rows(corpus)):
-                batch.append(message_values(row, index, cjk))
-                if len(batch) == 20_000:
-                    _copy(conn, "messages", batch)
-                    progress(len(batch))
-                    batch = []
-            _copy(conn, "messages", batch)
-            progress(len(batch))
+            write_corpus(lambda table, values: _copy(conn, table, values), corpus, cjk, progress)
         started = time.perf_counter()
         for definition in definitions:
             conn.execute(definition)

@@ -74,16 +74,20 @@ async def _read_hits(s: AsyncSession, page: Sequence[Found], parsed: ParsedQuery
 
 
 async def _postgres_setup(s: AsyncSession) -> int:
-    """Plan this transaction's statements for their values, read by bitmaps; the highest id."""
-    # psycopg prepares a statement on its 5th run, and PostgreSQL may then plan it for unknown
-    # parameters: a full-text LIMIT query went from 1 ms to 60 ms.
-    await s.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-    top = int(await s.scalar(select(func.coalesce(func.max(messages.c.id), 0))) or 0)
-    # Matches are read in id ranges (search_tiers). Walking the primary key backwards instead,
-    # testing every row, is what PostgreSQL picks when it expects many matches, and it reads
-    # the whole table for a word it misjudged as common.
-    await s.execute(text("SET LOCAL enable_indexscan = off"))
-    return top
+    """Set this transaction up for search; the highest message id (one round trip)."""
+    # The subquery is planned before set_config runs, so max(id) still reads the primary key.
+    # plan_cache_mode: psycopg prepares a statement on its 5th run, and PostgreSQL may then
+    # plan it for unknown parameters (a full-text LIMIT query went from 1 ms to 60 ms).
+    # enable_indexscan: matches are read in id ranges (search_tiers); walking the primary key
+    # backwards instead, testing every row, is what PostgreSQL picks when it expects many
+    # matches, and it reads the whole table for a word it misjudged as common.
+    setup = text(
+        "SELECT set_config('plan_cache_mode', 'force_custom_plan', true),"
+        " set_config('enable_indexscan', 'off', true),"
+        " (SELECT coalesce(max(id), 0) FROM messages)"
+    )
+    row = (await s.execute(setup)).one()
+    return int(row[2])
 
 
 class SearchOps(Repo):

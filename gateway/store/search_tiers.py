@@ -10,11 +10,11 @@ stops). PostgreSQL's GIN indexes return matches in no order, and the other way, 
 the primary key backwards and testing each row, reads n / (share of rows that match) rows:
 100,000 to find 1,000 matches of a word in 1% of the messages, and all of them when the
 word is rarer than PostgreSQL guessed. So on PostgreSQL the ids are searched in ranges
-that widen from the newest: the first (:data:`FIRST_SPAN` x n ids) is tested row by row,
-and so are the next while matches are dense, which never reads a common word's long GIN
-posting list; once matches are sparse, each range is a bitmap of the GIN index ANDed with
-one of the primary key, eight times wider than the last, so the rows read are about the
-matches found.
+going back from the newest, each sized from the share of matches seen so far: the first
+(:data:`FIRST_SPAN` x n ids) is tested row by row, and so are the next while matches are
+dense, which never reads a common word's long GIN posting list; once matches are sparse,
+each range is a bitmap of the GIN index ANDed with one of the primary key, so the rows
+read are about the matches found.
 """
 
 from __future__ import annotations
@@ -35,14 +35,18 @@ from gateway.store.search_rank import SCORE_CHARS, Candidate, rank
 from gateway.store.search_sql import IdRange, SearchSql
 
 FIRST_SPAN = 4
-"""The first id range PostgreSQL looks in holds this many ids per hit wanted; it is tested row
-by row, without the search indexes (a GIN bitmap of a common word lists a quarter of the
-table). While at least :data:`DENSE` of the rows match, the next range is tested so too, just
-long enough for the hits still wanted; then ranges are read through the indexes, each
-:data:`WIDEN` times wider than the last."""
+"""The first id range PostgreSQL looks in holds this many ids per hit wanted (at least
+:data:`MIN_FIRST_SPAN`); it is tested row by row, without the search indexes (a GIN bitmap
+of a common word lists a quarter of the table). While at least :data:`DENSE` of the rows
+match, the next range is tested so too; then ranges are read through the indexes. Each next
+range is as long as the share of matches seen says the hits still wanted need, with a
+margin (:data:`MARGIN`), and at most :data:`MAX_GROWTH` times the last one; after a range
+with no match at all, the rest is read in one go (each index read costs the whole GIN
+posting list, whatever the range)."""
 MIN_FIRST_SPAN = 2_048
 DENSE = 0.02
-WIDEN = 8
+MARGIN = 1.25
+MAX_GROWTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +68,18 @@ async def newest(
     *,
     below: int | None,
     top: int,
-    first_span: int = FIRST_SPAN,
+    first_span: int | None = None,
 ) -> Sequence[Sequence[Any]]:
     """Up to ``need`` rows of ``statement``, newest first, with ids below ``below`` (``top``: the
-    highest id there is, for the ranges)."""
+    highest id there is; ``first_span``: how many ids the first range holds, by default
+    :data:`FIRST_SPAN` per row wanted)."""
     if need <= 0:
         return []
     if not sql.scan_by_ranges:
         stmt = statement(IdRange(below=below), need)
         return [] if stmt is None else (await s.execute(stmt)).all()
     high = top + 1 if below is None else below
-    span = max(first_span * need, MIN_FIRST_SPAN)
+    span = first_span or max(FIRST_SPAN * need, MIN_FIRST_SPAN)
     found: list[Sequence[Any]] = []
     scan = True  # row by row while the matches are dense: no GIN posting list is read
     while len(found) < need and high > 1:
@@ -88,10 +93,12 @@ async def newest(
         found += rows
         density = len(rows) / max(high - 1 - low, 1)
         high = low + 1
-        if scan and density >= DENSE:  # common terms: scan just far enough for the rest
-            span = math.ceil((need - len(found)) / density * 1.5)
+        scan = scan and density >= DENSE
+        if not density:  # rare terms: their GIN bitmap is short, read it over every id left
+            span = high
         else:
-            scan, span = False, span * WIDEN
+            wanted = math.ceil((need - len(found)) / density * MARGIN)
+            span = wanted if scan else min(max(wanted, span), span * MAX_GROWTH)
     return found
 
 

@@ -23,15 +23,17 @@ class Ranged(SqliteSearch):
 
 @pytest.mark.parametrize("need", [1, 3, 7, 50])
 @pytest.mark.parametrize("below", [None, 40])
+@pytest.mark.parametrize("query", ["plum", "fig", "nothing"])  # dense, sparse (under 2%), absent
 async def test_widening_ranges_find_the_same_newest_rows_as_one_query(
-    store: Store, need: int, below: int | None
+    store: Store, need: int, below: int | None, query: str
 ) -> None:
     sid = await new_session(store)
-    for i in range(60):
-        await store.append_message(sid, ChatMessage.user(f"{'plum' if i % 3 else 'pear'} number {i}"))
+    for i in range(120):
+        word = "fig" if i in (7, 90) else "plum" if i % 3 else "pear"
+        await store.append_message(sid, ChatMessage.user(f"{word} number {i}"))
     ranged = Ranged() if store.db.dialect == "sqlite" else PostgresSearch()
     plain = SqliteSearch() if store.db.dialect == "sqlite" else PostgresSearch()
-    parsed = parse("plum")
+    parsed = parse(query)
 
     def words_of(sql: Any) -> Any:
         def statement(ids: IdRange, limit: int) -> Select[Any] | None:
@@ -40,8 +42,8 @@ async def test_widening_ranges_find_the_same_newest_rows_as_one_query(
         return statement
 
     async with store.db.transaction(write=False) as s:
-        top = 60 + 10  # a little above the highest id, as after deletions
-        got = await newest(s, ranged, words_of(ranged), need, below=below, top=top, first_span=1)
+        top = 120  # the highest id
+        got = await newest(s, ranged, words_of(ranged), need, below=below, top=top, first_span=2)
         stmt = words_of(plain)(IdRange(below=below), need)
         assert stmt is not None
         expected = (await s.execute(stmt)).all()
