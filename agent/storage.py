@@ -17,6 +17,7 @@ from agent.types import (
     RecallPage,
     SearchFilters,
     SearchHit,
+    SearchSort,
     UsageRecord,
 )
 
@@ -41,9 +42,16 @@ class ConversationStore(Protocol):
         ...
 
     async def search(
-        self, query: str, filters: SearchFilters, *, limit: int = 20, offset: int = 0
+        self,
+        query: str,
+        filters: SearchFilters,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        sort: SearchSort = "relevance",
     ) -> list[SearchHit]:
-        """Ranked full-text search; a query that means nothing returns ``[]``, never an error."""
+        """Full-text search, best (or, ``sort="recent"``, newest) first; a query that means
+        nothing returns ``[]``, never an error."""
         ...
 
     async def recall(

@@ -17,6 +17,7 @@ MessageKind = Literal["message", "summary", "notice"]
 Trigger = Literal["hygiene", "in_loop", "reactive", "manual", "scheduled"]
 CompactionStatus = Literal["ok", "fallback", "failed"]
 SearchState = Literal["active", "archived", "all"]
+SearchSort = Literal["relevance", "recent"]
 ContentBlock = dict[str, Any]
 
 
@@ -201,9 +202,24 @@ class SearchFilters:
     state: SearchState = "all"
 
 
+HIT_START = "\ue000"
+HIT_END = "\ue001"
+"""A search snippet marks each match as ``HIT_START + match + HIT_END``: private-use characters
+that the store removes from the text it quotes, so a marker can never be literal text."""
+
+
+def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
+    """A snippet as ``(text, is_match)`` parts, in order, without the markers."""
+    parts: list[tuple[str, bool]] = []
+    for i, chunk in enumerate(snippet.split(HIT_START)):
+        inside, _, after = chunk.partition(HIT_END) if i else ("", "", chunk)
+        parts += [(text, match) for text, match in ((inside, True), (after, False)) if text]
+    return parts
+
+
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One ranked search result; ``snippet`` marks matches with ``[`` and ``]``."""
+    """One ranked search result; ``snippet`` marks matches with :data:`HIT_START` / :data:`HIT_END`."""
 
     message_id: int
     session_id: str
@@ -217,6 +233,8 @@ class SearchHit:
     compaction_id: str | None
     snippet: str
     rank: float
+    substring: bool = False
+    """Found only as part of a longer word (the substring tier); such hits follow every whole-word hit."""
 
 
 @dataclass(frozen=True, slots=True)

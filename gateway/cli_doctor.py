@@ -21,6 +21,7 @@ from gateway.config import Settings
 from gateway.retention import retention_policy
 from gateway.store.db import Database
 from gateway.store.migrate import current_revision, head_revision
+from gateway.store.repository import Store
 
 Status = Literal["ok", "warn", "fail"]
 TELEGRAM_TOKEN = re.compile(r"^\d{3,}:[A-Za-z0-9_-]{30,}$")
@@ -97,7 +98,15 @@ async def _check_database(settings: Settings) -> Check:
         return Check(
             "database", "warn", f"{safe_url(url)}: at {current}, head is {head}; run `hygieia migrate`"
         )
+    problem = await _search_index_problem(url)
+    if problem is not None:
+        return Check("database", "warn", f"{safe_url(url)} at {current}: {problem}")
     return Check("database", "ok", f"{safe_url(url)} at {current}")
+
+
+async def _search_index_problem(url: str) -> str | None:
+    async with Database(url) as db:
+        return await Store(db).search_index_problem()
 
 
 async def _reachable(url: str) -> str | None:

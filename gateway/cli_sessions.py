@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from agent.types import SearchFilters, SearchHit
+from agent.types import SearchFilters, SearchHit, snippet_parts
 from gateway.cli_common import err, open_store, out, print_json, run_async, settings_or_exit, when
 from gateway.export import ExportFormatError, from_jsonl, render, to_jsonl, to_markdown
 from gateway.store.export_ops import SessionExport
@@ -157,11 +157,14 @@ def search_sessions(
     until: Annotated[datetime | None, typer.Option(help="Until this time (UTC).")] = None,
     state: Annotated[str, typer.Option(help="active, archived or all.")] = "all",
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    sort: Annotated[str, typer.Option(help="relevance (best first) or recent (newest first).")] = "relevance",
     as_json: JsonOption = False,
 ) -> None:
     """Full-text search over every message, archived ones included."""
     if state not in ("active", "archived", "all"):
         raise typer.BadParameter("choose active, archived or all", param_hint="--state")
+    if sort not in ("relevance", "recent"):
+        raise typer.BadParameter("choose relevance or recent", param_hint="--sort")
     settings = settings_or_exit()
     filters = SearchFilters(
         platform=platform,
@@ -175,7 +178,7 @@ def search_sessions(
 
     async def fetch() -> list[SearchHit]:
         async with open_store(settings) as store:
-            return await store.search(query, filters, limit=limit)
+            return await store.search(query, filters, limit=limit, sort=sort)  # type: ignore[arg-type]
 
     hits = run_async(fetch)
     if as_json:
@@ -194,7 +197,7 @@ def search_sessions(
             when(h.created_at),
             h.author_name or h.role,
             "active" if h.active else "archived",
-            Text(h.snippet),  # plain: the snippet marks hits with [ ], which Rich would take for markup
+            _marked(h.snippet),
         )
     out.print(table)
 
@@ -219,6 +222,14 @@ def restore_session(
         f"restored compaction {record.id} "
         f"({record.trigger}, {record.messages_archived} messages active again)"
     )
+
+
+def _marked(snippet: str) -> Text:
+    """The snippet with its matches in bold reverse (a Text, never parsed as markup)."""
+    text = Text()
+    for part, match in snippet_parts(snippet):
+        text.append(part, style="bold reverse" if match else "")
+    return text
 
 
 def _utc(value: datetime | None, flag: str) -> datetime | None:

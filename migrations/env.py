@@ -27,11 +27,12 @@ if config.config_file_name is not None and config.attributes.get("configure_logg
 
 target_metadata = Base.metadata
 
-# Built by the migrations but not described by the models (they cannot say it):
-# the FTS5 table and its shadow tables on SQLite, the tsvector column and its index on PostgreSQL.
+# Built by the migrations but not described by the models (they cannot say it): the FTS5
+# tables, their shadow tables and source view on SQLite; the tsvector column and the search
+# indexes (expressions, pg_trgm) on PostgreSQL.
 IGNORED_TABLE_PREFIX = "messages_fts"
-IGNORED_COLUMNS = {("messages", "text_tsv")}
-IGNORED_INDEXES = {"ix_messages_text_tsv"}
+IGNORED_COLUMNS = {("messages", "text_tsv"), ("messages", "cjk_tsv")}
+IGNORED_INDEXES = {"ix_messages_text_tsv", "ix_messages_cjk_tsv", "ix_messages_text_trgm"}
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC
 
 from agent.tools.base import JSONObject, ResumePoint, Tool, ToolContext, ToolOutput, snapshot_line
-from agent.types import SearchFilters, SearchHit
+from agent.types import SearchFilters, SearchHit, snippet_parts
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -19,7 +19,7 @@ def _hit_line(hit: SearchHit) -> str:
         state = "active" if hit.active else "inactive"
     who = hit.role + (f" {hit.author_name}" if hit.author_name else "")
     when = hit.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
-    snippet = " ".join(hit.snippet.split())
+    snippet = "".join(f"⟦{text}⟧" if match else text for text, match in snippet_parts(hit.snippet))
     return f"#{hit.message_id} [{state}] {when} {who}: {snippet}"
 
 
@@ -44,7 +44,7 @@ class SessionSearchTool(Tool):
     description = (
         "Search this conversation's whole history, including parts summarized away, for words or "
         'phrases (words, "exact phrase", -exclude, prefix*). Returns ranked matches with message ids '
-        "(#id); matches are marked [like this]. Read archived messages in full with recall "
+        "(#id); matches are marked ⟦like this⟧. Read archived messages in full with recall "
         "(from_id/to_id around a message id)."
     )
     input_schema = SEARCH_SCHEMA

@@ -19,7 +19,8 @@ from gateway.store.repository import Store
 
 State = Literal["active", "archived", "all"]
 Order = Literal["asc", "desc"]
-SEARCH_SORTS: tuple[str, ...] = ("relevance",)
+Sort = Literal["relevance", "recent"]
+SEARCH_SORTS: tuple[str, ...] = ("relevance", "recent")
 """The orders the store's search offers; the search page's ``sort`` select lists exactly these."""
 MAX_OFFSET = 1_000_000_000
 _SESSION_ID = re.compile(r"[\w.:-]{1,128}", re.ASCII)
@@ -183,6 +184,7 @@ def api_router(store: Store) -> APIRouter:
         state: State = "all",
         limit: Limit = 20,
         offset: Offset = 0,
+        sort: Sort = "relevance",
     ) -> list[dict[str, Any]]:
         filters = SearchFilters(
             platform=platform,
@@ -193,6 +195,6 @@ def api_router(store: Store) -> APIRouter:
             until=utc_time(until, "until"),
             state=state,
         )
-        return await hits_json(store, await store.search(q, filters, limit=limit, offset=offset))
+        return await hits_json(store, await store.search(q, filters, limit=limit, offset=offset, sort=sort))
 
     return router

@@ -6,20 +6,18 @@ Everything that came from a user, a model or the database goes through :func:`es
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html import escape
 from urllib.parse import urlencode
 
-from agent.types import SearchHit
+from agent.types import SearchHit, snippet_parts
 from gateway.admin.charts import tokens_label
 from gateway.store.find_ops import SORTS as SESSION_SORTS
 from gateway.store.find_ops import SessionLabel, SessionListing
 
 MAX_SHOWN_CHARS = 20_000
 """A message longer than this is cut on the page (the API gives it whole)."""
-_HIT = re.compile(r"\[([^\[\]]*)\]")
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:0 16px 48px;color:#1d1d1f}
@@ -60,15 +58,10 @@ def esc(value: object) -> str:
 
 
 def highlight(snippet: str) -> str:
-    """A search snippet with the store's ``[hit]`` marks as ``<mark>``, everything else escaped."""
-    out: list[str] = []
-    last = 0
-    for match in _HIT.finditer(snippet):
-        out.append(esc(snippet[last : match.start()]))
-        out.append(f"<mark>{esc(match.group(1))}</mark>")
-        last = match.end()
-    out.append(esc(snippet[last:]))
-    return "".join(out)
+    """A search snippet with the store's match markers as ``<mark>``, everything else escaped."""
+    return "".join(
+        f"<mark>{esc(text)}</mark>" if match else esc(text) for text, match in snippet_parts(snippet)
+    )
 
 
 def when(value: datetime | None) -> str:

@@ -10,7 +10,17 @@ from fastapi.responses import HTMLResponse
 
 from agent.types import SearchFilters
 from gateway.admin import page, page_session, page_usage
-from gateway.admin.api import SEARCH_SORTS, Filter, Limit, Offset, Order, State, checked_id, session_query
+from gateway.admin.api import (
+    SEARCH_SORTS,
+    Filter,
+    Limit,
+    Offset,
+    Order,
+    Sort,
+    State,
+    checked_id,
+    session_query,
+)
 from gateway.admin.charts import context_chart
 from gateway.admin.errors import BadRequest, utc_time
 from gateway.store.find_ops import SessionSort
@@ -121,7 +131,7 @@ def page_router(store: Store) -> APIRouter:
     async def search(
         q: Annotated[str, Query(max_length=100_000)] = "",
         state: State = "all",
-        sort: Annotated[str, Query(max_length=16)] = SEARCH_SORTS[0],
+        sort: Sort = "relevance",
         platform: Filter = None,
         chat: Filter = None,
         session: Filter = None,
@@ -131,8 +141,6 @@ def page_router(store: Store) -> APIRouter:
         limit: Limit = 50,
         offset: Offset = 0,
     ) -> HTMLResponse:
-        if sort not in SEARCH_SORTS:
-            raise BadRequest(f"sort: choose {' or '.join(SEARCH_SORTS)}")
         filters = SearchFilters(
             platform=platform or None,
             chat_id=chat or None,
@@ -143,7 +151,7 @@ def page_router(store: Store) -> APIRouter:
             state=state,
         )
         # One more than shown: whether a next page exists, without counting every match.
-        found = await store.search(q, filters, limit=limit + 1, offset=offset)
+        found = await store.search(q, filters, limit=limit + 1, offset=offset, sort=sort)
         hits = found[:limit]
         labels = await store.session_labels([h.session_id for h in hits])
         params: dict[str, object] = {

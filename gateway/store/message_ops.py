@@ -15,11 +15,14 @@ from gateway.store.base import CONFLICT_RETRIES, Repo
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_message
 from gateway.store.models import messages, sessions
+from gateway.store.search_index import search_values
 
 ORDER = (messages.c.seq, messages.c.sub_seq)
-# What a ChatMessage is made of: not ``text`` (derived from content, only for search) nor the
-# edit history, which would double what the hot path reads for every turn.
-MESSAGE_COLUMNS = tuple(c for c in messages.c if c.name not in ("text", "original_content", "edited_at"))
+# What a ChatMessage is made of: not ``text`` and ``search_cjk`` (derived from content, only for
+# search) nor the edit history, which would double what the hot path reads for every turn.
+MESSAGE_COLUMNS = tuple(
+    c for c in messages.c if c.name not in ("text", "search_cjk", "original_content", "edited_at")
+)
 
 
 class MessageOps(Repo):
@@ -91,7 +94,7 @@ class MessageOps(Repo):
                 .where(messages.c.id == row["id"])
                 .values(
                     content=cleaned,
-                    text=content_text(cleaned),
+                    **search_values(content_text(cleaned)),
                     edited_at=at,
                     original_content=row["original_content"] or row["content"],
                 )
@@ -153,7 +156,7 @@ def row_values(session_id: str, message: ChatMessage) -> dict[str, object]:
         "session_id": session_id,
         "role": message.role,
         "content": message.content,
-        "text": content_text(message.content),
+        **search_values(content_text(message.content)),
         "kind": message.kind,
         "author_id": message.author_id,
         "author_name": None if message.author_name is None else clean_text(message.author_name),

@@ -1,8 +1,8 @@
 """The schema, as SQLAlchemy declarative models.
 
 The migrations in ``migrations/versions`` build exactly this (``alembic check`` proves
-it), plus what models cannot say: the FTS5 table and its triggers on SQLite, the
-generated ``text_tsv`` column and its GIN index on PostgreSQL.
+it), plus what models cannot say: the FTS5 tables, their source view and triggers on
+SQLite, the generated ``text_tsv`` column and the search indexes on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -144,6 +144,8 @@ class MessageRow(Base):
     produced_by: Mapped[str | None] = mapped_column(ForeignKey("compactions.id"))
     edited_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     original_content: Mapped[list[dict[str, Any]] | None] = mapped_column(Json)
+    search_cjk: Mapped[str | None] = mapped_column(Text)
+    """The CJK characters of ``text``, one token each, for search (``gateway.store.search_index``)."""
 
     __table_args__ = (
         UniqueConstraint("session_id", "seq", "sub_seq"),

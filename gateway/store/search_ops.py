@@ -1,28 +1,37 @@
-"""Full-text search over every message, active and archived.
+"""Full-text search over every message, active and archived, in any script.
 
-SQLite: the FTS5 table ``messages_fts`` (bm25 rank, ``snippet()``). PostgreSQL: the
-generated ``messages.text_tsv`` column (``ts_rank``, ``ts_headline``). The user's query
-is parsed by :mod:`gateway.store.search_query`; only quoted letters and digits reach
-the database, always as a bound parameter.
+A query (:mod:`gateway.store.search_query`) is answered in two tiers: **words** (and CJK
+words found character by character), then **substrings** of three characters or more
+for what the words tier missed. The order is
+
+- ``relevance`` (default): words-tier hits by a BM25 score (:mod:`gateway.store.search_rank`)
+  — among the newest :data:`~gateway.store.search_rank.RANK_WINDOW` matches when there are
+  more, older ones following newest first — then substring-only hits, newest first;
+- ``recent``: words-tier hits newest first, then substring-only hits newest first.
+
+Both orders return the same set of hits, and the same order on both engines. Phase one
+finds the ids of the page (:mod:`gateway.store.search_tiers`, with the statements of
+:mod:`gateway.store.search_sql`); phase two reads those rows and cuts their snippets
+(:mod:`gateway.store.search_snippet`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
-from sqlalchemy import ColumnElement, Select, column, func, literal_column, select, table, text
-from sqlalchemy.dialects.postgresql import TSVECTOR
-from sqlalchemy.types import Integer
+from sqlalchemy import RowMapping, func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.types import SearchFilters, SearchHit
-from gateway.store.base import Repo
-from gateway.store.models import messages, sessions
-from gateway.store.search_query import parse, to_fts5, to_tsquery
+from agent.types import SearchFilters, SearchHit, SearchSort
+from gateway.store.base import Repo, chunks
+from gateway.store.models import messages
+from gateway.store.search_index import INDEX_CHARS
+from gateway.store.search_query import ParsedQuery, parse
+from gateway.store.search_rank import RANK_WINDOW
+from gateway.store.search_snippet import make_snippet
+from gateway.store.search_sql import PostgresSearch, SearchSql, SqliteSearch
+from gateway.store.search_tiers import Found, find
 
-SNIPPET_TOKENS = 16
-HEADLINE_OPTIONS = (
-    'StartSel="[", StopSel="]", MaxWords=24, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
-)
 _HIT_COLUMNS = (
     messages.c.id,
     messages.c.session_id,
@@ -34,98 +43,99 @@ _HIT_COLUMNS = (
     messages.c.active,
     messages.c.compacted,
     messages.c.compaction_id,
+    func.substr(messages.c.text, 1, INDEX_CHARS).label("quoted"),  # what a snippet may quote
 )
 
 
-def _filters(filters: SearchFilters) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = []
-    if filters.platform is not None:
-        conditions.append(sessions.c.platform == filters.platform)
-    if filters.chat_id is not None:
-        conditions.append(sessions.c.chat_id == filters.chat_id)
-    if filters.session_id is not None:
-        conditions.append(messages.c.session_id == filters.session_id)
-    if filters.user_id is not None:
-        conditions.append(messages.c.author_id == filters.user_id)
-    if filters.since is not None:
-        conditions.append(messages.c.created_at >= filters.since)
-    if filters.until is not None:
-        conditions.append(messages.c.created_at < filters.until)
-    if filters.state == "active":
-        conditions.append(messages.c.active.is_(True))
-    elif filters.state == "archived":
-        conditions.append(messages.c.active.is_(False))
-    return conditions
-
-
-def _sqlite_statement(match: str, filters: SearchFilters) -> Select[Any]:
-    fts = table("messages_fts", column("rowid", Integer))
-    fts_ref: ColumnElement[Any] = literal_column("messages_fts")
-    score = func.bm25(fts_ref)
-    snippet = func.snippet(fts_ref, 0, "[", "]", "…", SNIPPET_TOKENS)
-    return (
-        select(*_HIT_COLUMNS, snippet.label("snippet"), (-score).label("rank"))
-        .select_from(
-            fts.join(messages, messages.c.id == fts.c.rowid).join(
-                sessions, sessions.c.id == messages.c.session_id
-            )
+async def _read_hits(s: AsyncSession, page: Sequence[Found], parsed: ParsedQuery) -> list[SearchHit]:
+    rows: dict[int, RowMapping] = {}
+    for part in chunks([f.id for f in page]):
+        result = await s.execute(select(*_HIT_COLUMNS).where(messages.c.id.in_(part)))
+        rows.update((int(row["id"]), row) for row in result.mappings())
+    return [
+        SearchHit(
+            message_id=f.id,
+            session_id=r["session_id"],
+            seq=int(r["seq"]),
+            role=r["role"],
+            kind=r["kind"],
+            author_name=r["author_name"],
+            created_at=r["created_at"],
+            active=bool(r["active"]),
+            compacted=bool(r["compacted"]),
+            compaction_id=r["compaction_id"],
+            snippet=make_snippet(r["quoted"] or "", parsed, substring=f.substring),
+            rank=f.rank,
+            substring=f.substring,
         )
-        .where(text("messages_fts MATCH :match").bindparams(match=match), *_filters(filters))
-        .order_by(score, messages.c.id)
-    )
+        for f in page
+        if (r := rows.get(f.id)) is not None
+    ]
 
 
-def _postgres_statement(tsquery: str, filters: SearchFilters) -> Select[Any]:
-    config: ColumnElement[Any] = literal_column("'simple'::regconfig")
-    query = func.to_tsquery(config, tsquery)
-    tsv = literal_column("messages.text_tsv", TSVECTOR)
-    rank = func.ts_rank(tsv, query)
-    headline = func.ts_headline(config, messages.c.text, query, HEADLINE_OPTIONS)
-    return (
-        select(*_HIT_COLUMNS, headline.label("snippet"), rank.label("rank"))
-        .select_from(messages.join(sessions, sessions.c.id == messages.c.session_id))
-        .where(tsv.bool_op("@@")(query), *_filters(filters))
-        .order_by(rank.desc(), messages.c.id)
+async def _postgres_setup(s: AsyncSession) -> int:
+    """Set this transaction up for search; the highest message id (one round trip)."""
+    # The subquery is planned before set_config runs, so max(id) still reads the primary key.
+    # plan_cache_mode: psycopg prepares a statement on its 5th run, and PostgreSQL may then
+    # plan it for unknown parameters (a full-text LIMIT query went from 1 ms to 60 ms).
+    # enable_indexscan: matches are read in id ranges (search_tiers); walking the primary key
+    # backwards instead, testing every row, is what PostgreSQL picks when it expects many
+    # matches, and it reads the whole table for a word it misjudged as common.
+    setup = text(
+        "SELECT set_config('plan_cache_mode', 'force_custom_plan', true),"
+        " set_config('enable_indexscan', 'off', true),"
+        " (SELECT coalesce(max(id), 0) FROM messages)"
     )
+    row = (await s.execute(setup)).one()
+    return int(row[2])
 
 
 class SearchOps(Repo):
+    rank_window = RANK_WINDOW
+    """How many of the newest words-tier matches relevance ranks (see :data:`RANK_WINDOW`)."""
+
     async def search(
-        self, query: str, filters: SearchFilters, *, limit: int = 20, offset: int = 0
+        self,
+        query: str,
+        filters: SearchFilters,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        sort: SearchSort = "relevance",
     ) -> list[SearchHit]:
-        """Ranked hits, best first; ``[]`` for a query with nothing to look for. Never raises on input."""
+        """Hits in ``sort`` order; ``[]`` for a query with nothing to look for. Never raises on input."""
         parsed = parse(query)
-        if self._db.dialect == "sqlite":
-            match = to_fts5(parsed)
-            stmt = None if match is None else _sqlite_statement(match, filters)
-        else:
-            tsquery = to_tsquery(parsed)
-            stmt = None if tsquery is None else _postgres_statement(tsquery, filters)
-        if stmt is None or limit <= 0:
+        offset = max(offset, 0)
+        if not parsed.usable or limit <= 0:
             return []
-        stmt = stmt.limit(limit).offset(max(offset, 0))
+        sql: SearchSql = SqliteSearch() if self._db.dialect == "sqlite" else PostgresSearch()
         async with self._tx(write=False) as s:
-            rows = (await s.execute(stmt)).mappings().all()
-        return [
-            SearchHit(
-                message_id=int(r["id"]),
-                session_id=r["session_id"],
-                seq=int(r["seq"]),
-                role=r["role"],
-                kind=r["kind"],
-                author_name=r["author_name"],
-                created_at=r["created_at"],
-                active=bool(r["active"]),
-                compacted=bool(r["compacted"]),
-                compaction_id=r["compaction_id"],
-                snippet=r["snippet"] or "",
-                rank=float(r["rank"] or 0.0),
-            )
-            for r in rows
-        ]
+            top = await _postgres_setup(s) if self._db.dialect == "postgresql" else 0
+            need, window = offset + limit, self.rank_window
+            found = await find(s, sql, parsed, filters, need=need, sort=sort, window=window, top=top)
+            return await _read_hits(s, found[offset:], parsed)
+
+    async def search_index_problem(self) -> str | None:
+        """What is missing from the search indexes, in one line; ``None`` when nothing is.
+
+        Only PostgreSQL can lack one: the substring index needs ``pg_trgm``, which the migration
+        skips when the extension cannot be created (search still works, scanning the table).
+        """
+        if self._db.dialect != "postgresql":
+            return None
+        async with self._tx(write=False) as s:
+            found = await s.scalar(text("SELECT to_regclass('ix_messages_text_trgm') IS NOT NULL"))
+        if found:
+            return None
+        return (
+            "no substring index (pg_trgm could not be created): substring search scans every message; as the"
+            " database owner run CREATE EXTENSION pg_trgm; CREATE INDEX ix_messages_text_trgm ON messages"
+            f" USING gin (left(text, {INDEX_CHARS}) gin_trgm_ops)"
+        )
 
     async def rebuild_search_index(self) -> None:
-        """Rebuild the SQLite FTS index from ``messages`` (PostgreSQL's column is always current)."""
+        """Rebuild SQLite's FTS tables from ``messages`` (PostgreSQL's indexes are always current)."""
         if self._db.dialect == "sqlite":
             async with self._tx() as s:
-                await s.execute(text("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')"))
+                for table in ("messages_fts", "messages_fts_trgm"):
+                    await s.execute(text(f"INSERT INTO {table}({table}) VALUES ('rebuild')"))

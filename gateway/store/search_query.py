@@ -4,6 +4,15 @@ Syntax: ``words``, ``"a phrase"``, ``-excluded`` (a word or a phrase), ``prefix*
 Everything else is literal text: operators such as ``AND``/``NEAR`` are searched as
 words, punctuation separates words. Only letters and digits ever reach the database,
 each inside quotes, so no input can produce an FTS or SQL syntax error.
+
+A query is answered in two tiers (see :mod:`gateway.store.search_ops`):
+
+1. **words**: every term as a word (a phrase as words in order, ``prefix*`` as a word's
+   start); a term written in CJK characters as the phrase of its characters, which
+   finds it inside a sentence;
+2. **substrings**, for what the words tier did not find: every term of at least
+   :data:`MIN_SUBSTRING` characters anywhere in the text (part of an identifier, the
+   middle of a word); shorter and CJK terms still as in tier 1.
 """
 
 from __future__ import annotations
@@ -12,7 +21,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from gateway.store.search_index import is_cjk
+
 MAX_TERMS = 32
+MIN_SUBSTRING = 3
+"""Shortest term the substring (trigram) index can look for."""
 MAX_TOKEN_CHARS = 128
 _TOKEN = re.compile(r"[^\W_]+")  # letters and digits; `_` separates, as in both tokenizers
 
@@ -24,6 +37,21 @@ class Term:
     tokens: tuple[str, ...]
     prefix: bool = False
     negated: bool = False
+
+    @property
+    def cjk(self) -> bool:
+        """Written in CJK characters only: matched character by character (the ``cjk`` index)."""
+        return all(is_cjk(tok) for tok in self.tokens)
+
+    @property
+    def literal(self) -> str:
+        """What the substring tier looks for: the tokens, one space apart."""
+        return " ".join(self.tokens)
+
+    @property
+    def substring(self) -> bool:
+        """Looked for as a substring in tier 2 (long enough, and not CJK)."""
+        return not self.cjk and len(self.literal) >= MIN_SUBSTRING
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +70,11 @@ class ParsedQuery:
     def usable(self) -> bool:
         """False when nothing could match: no term to look for (exclusions alone select nothing)."""
         return bool(self.positive)
+
+    @property
+    def has_substrings(self) -> bool:
+        """Whether tier 2 can find anything tier 1 did not: a positive term is a substring term."""
+        return any(t.substring for t in self.positive)
 
 
 def tokens_of(text: str) -> tuple[str, ...]:
@@ -78,19 +111,47 @@ def parse(query: str) -> ParsedQuery:
     return ParsedQuery(terms=tuple(terms))
 
 
+def _fts5_phrase(tokens: tuple[str, ...] | list[str], prefix: bool = False) -> str:
+    phrase = '"' + " ".join(tokens).replace('"', '""') + '"'
+    return phrase + " *" if prefix else phrase
+
+
 def _fts5_term(term: Term) -> str:
-    phrase = '"' + " ".join(term.tokens).replace('"', '""') + '"'
-    return phrase + " *" if term.prefix else phrase
+    """``term`` against ``messages_fts``: its ``text`` column, or ``cjk`` character by character."""
+    if term.cjk:
+        return "(" + " AND ".join("cjk : " + _fts5_phrase(list(tok)) for tok in term.tokens) + ")"
+    return "text : " + _fts5_phrase(term.tokens, term.prefix)
+
+
+def _fts5(positive: tuple[Term, ...], negative: tuple[Term, ...]) -> str:
+    expression = "(" + " AND ".join(_fts5_term(t) for t in positive) + ")"
+    return expression + "".join(" NOT " + _fts5_term(t) for t in negative)
 
 
 def to_fts5(parsed: ParsedQuery) -> str | None:
-    """An FTS5 MATCH expression, or ``None`` when the query cannot match anything."""
+    """Tier 1 as an FTS5 MATCH on ``messages_fts``; ``None`` when the query cannot match anything."""
     if not parsed.usable:
         return None
-    expression = "(" + " AND ".join(_fts5_term(t) for t in parsed.positive) + ")"
-    for term in parsed.negative:
-        expression += " NOT " + _fts5_term(term)
-    return expression
+    return _fts5(parsed.positive, parsed.negative)
+
+
+def fts5_any(terms: tuple[Term, ...]) -> str | None:
+    """A MATCH on ``messages_fts`` for rows where any of ``terms`` occurs as in tier 1."""
+    return " OR ".join(_fts5_term(t) for t in terms) or None
+
+
+def fts5_all(terms: tuple[Term, ...]) -> str | None:
+    """A MATCH on ``messages_fts`` for rows where every one of ``terms`` occurs as in tier 1."""
+    return " AND ".join(_fts5_term(t) for t in terms) or None
+
+
+def fts5_substrings(parsed: ParsedQuery) -> str | None:
+    """Tier 2's substring part as a MATCH on the trigram table (substring terms only)."""
+    positive = [t for t in parsed.positive if t.substring]
+    if not positive:
+        return None
+    expression = "(" + " AND ".join(_fts5_phrase([t.literal]) for t in positive) + ")"
+    return expression + "".join(" NOT " + _fts5_phrase([t.literal]) for t in parsed.negative if t.substring)
 
 
 def _lexeme(token: str) -> str:
@@ -98,16 +159,57 @@ def _lexeme(token: str) -> str:
 
 
 def _ts_term(term: Term) -> str:
+    if term.cjk:
+        return (
+            "(" + " & ".join("(" + " <-> ".join(_lexeme(ch) for ch in tok) + ")" for tok in term.tokens) + ")"
+        )
     lexemes = [_lexeme(tok) for tok in term.tokens]
     if term.prefix:
         lexemes[-1] += ":*"
     return "(" + " <-> ".join(lexemes) + ")"
 
 
-def to_tsquery(parsed: ParsedQuery) -> str | None:
-    """Text for ``to_tsquery('simple', :q)``, or ``None`` when the query cannot match anything."""
+def _tsquery(terms: tuple[Term, ...], *, cjk: bool, negated: bool = False) -> str | None:
+    """Text for ``to_tsquery('simple', :q)`` over the terms of one index (words, or CJK characters).
+
+    All ``terms`` must occur (``negated``: none of them may; the caller applies the NOT).
+    """
+    parts = [_ts_term(t) for t in terms if t.cjk == cjk]
+    return (" | " if negated else " & ").join(parts) or None
+
+
+@dataclass(frozen=True, slots=True)
+class TsQueries:
+    """Tier 1 on PostgreSQL: what ``text_tsv`` and the CJK vector must match, and must not."""
+
+    words: str | None
+    cjk: str | None
+    not_words: str | None
+    not_cjk: str | None
+
+
+def to_tsqueries(parsed: ParsedQuery) -> TsQueries | None:
+    """Tier 1 as tsqueries, or ``None`` when the query cannot match anything."""
     if not parsed.usable:
         return None
-    parts = [_ts_term(t) for t in parsed.positive]
-    parts += ["!" + _ts_term(t) for t in parsed.negative]
-    return " & ".join(parts)
+    return TsQueries(
+        words=_tsquery(parsed.positive, cjk=False),
+        cjk=_tsquery(parsed.positive, cjk=True),
+        not_words=_tsquery(parsed.negative, cjk=False, negated=True),
+        not_cjk=_tsquery(parsed.negative, cjk=True, negated=True),
+    )
+
+
+def ts_any(terms: tuple[Term, ...], *, cjk: bool) -> str | None:
+    """A tsquery matching rows where any of ``terms`` (those of one index) occurs."""
+    return _tsquery(terms, cjk=cjk, negated=True)
+
+
+def ts_all(terms: tuple[Term, ...], *, cjk: bool) -> str | None:
+    """A tsquery matching rows where every one of ``terms`` (those of one index) occurs."""
+    return _tsquery(terms, cjk=cjk)
+
+
+def like_pattern(term: Term) -> str:
+    """An ILIKE pattern for ``term`` anywhere (its literal holds only letters, digits and spaces)."""
+    return "%" + term.literal + "%"

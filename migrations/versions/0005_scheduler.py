@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005_scheduler"
-down_revision: str | Sequence[str] | None = "0002_message_edits"
+down_revision: str | Sequence[str] | None = "0003_search_index"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

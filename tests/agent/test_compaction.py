@@ -6,7 +6,7 @@ from agent.compaction import compact
 from agent.compressor import ContextCompressor
 from agent.errors import Overloaded
 from agent.settings import CompressionSettings
-from agent.types import AgentSession, ChatMessage, ContextState, SearchFilters
+from agent.types import AgentSession, ChatMessage, ContextState, SearchFilters, snippet_parts
 from tests.agent.conftest import ScriptedSummarizer, conversation, persist
 from tests.fakes.memory_store import InMemoryStore
 
@@ -64,7 +64,7 @@ async def test_archived_turns_stay_recallable_and_searchable(
     assert page.total == result.record.messages_archived and page.next_offset == 5
     assert page.messages[0].content == stored[1].content
     hits = await store.search('"Question 3" mod3*', SearchFilters(session_id=session.id, state="archived"))
-    assert hits and hits[0].compacted and "[Question]" in hits[0].snippet
+    assert hits and hits[0].compacted and ("Question", True) in snippet_parts(hits[0].snippet)
 
 
 async def test_failed_attempt_persists_only_state(store: InMemoryStore, session: AgentSession) -> None:

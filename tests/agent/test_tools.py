@@ -158,6 +158,13 @@ async def test_session_search_output_starts_with_the_snapshot_line() -> None:
     assert out.text.splitlines()[0] == SNAPSHOT
 
 
+async def test_session_search_marks_matches_apart_from_literal_brackets() -> None:
+    store = InMemoryStore()
+    await store.append_message("s1", ChatMessage.user("[bob, 10:23 UTC] the otter swims"))
+    out = await SessionSearchTool().run(ctx_for(store), {"query": "otter"})
+    assert "⟦otter⟧" in out.text and "⟦bob" not in out.text
+
+
 async def test_session_search_with_no_match_says_so() -> None:
     out = await SessionSearchTool().run(ctx_for(InMemoryStore()), {"query": "nothing"})
     assert not out.is_error and "no matches for 'nothing'" in out.text

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 
 from agent.errors import NotFound, StoreError
 from agent.types import (
+    HIT_END,
+    HIT_START,
     ChatMessage,
     CompactionPlan,
     CompactionRecord,
@@ -21,6 +23,7 @@ from agent.types import (
     RecallPage,
     SearchFilters,
     SearchHit,
+    SearchSort,
     UsageRecord,
 )
 from gateway.store.search_query import Term, parse, tokens_of
@@ -227,7 +230,13 @@ class InMemoryStore:
     # ---- search -------------------------------------------------------------------------
 
     async def search(
-        self, query: str, filters: SearchFilters, *, limit: int = 20, offset: int = 0
+        self,
+        query: str,
+        filters: SearchFilters,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        sort: SearchSort = "relevance",
     ) -> list[SearchHit]:
         parsed = parse(query)
         if not parsed.usable:
@@ -258,7 +267,10 @@ class InMemoryStore:
                     rank=float(sum(len(s) for s in spans)),
                 )
             )
-        hits.sort(key=lambda h: (-h.rank, h.message_id))
+        if sort == "recent":
+            hits.sort(key=lambda h: -h.message_id)
+        else:
+            hits.sort(key=lambda h: (-h.rank, h.message_id))
         return hits[offset : offset + limit]
 
     def _passes(self, row: _Row, f: SearchFilters) -> bool:
@@ -343,9 +355,9 @@ def _find(words: list[str], term: Term) -> list[tuple[int, int]]:
 
 
 def _snippet(tokens: tuple[str, ...], marked: set[int]) -> str:
-    """Up to ``SNIPPET_TOKENS`` tokens around the first hit, hits in ``[`` ``]``."""
+    """Up to ``SNIPPET_TOKENS`` tokens around the first hit, hits between the store's markers."""
     first = min(marked, default=0)
     start = max(0, first - SNIPPET_TOKENS // 3)
     window = range(start, min(len(tokens), start + SNIPPET_TOKENS))
-    words = [f"[{tokens[i]}]" if i in marked else tokens[i] for i in window]
+    words = [f"{HIT_START}{tokens[i]}{HIT_END}" if i in marked else tokens[i] for i in window]
     return ("… " if start else "") + " ".join(words) + (" …" if window.stop < len(tokens) else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.types import ChatMessage
+from agent.types import ChatMessage, snippet_parts
 from gateway.store.db import Database
 from gateway.store.repository import Store
 from tests.gateway.admin_support import TOKEN, XSS, admin_client, seed
@@ -167,7 +167,7 @@ async def test_search_finds_archived_and_active_messages_with_filters(store: Sto
     assert {h["session_id"] for h in telegram} == {seeded.session_id}
     assert {h["session_id"] for h in in_chat} == {other}
     assert [h["session_id"] for h in by_session] == [other]
-    assert "[discord]" in by_session[0]["snippet"]
+    assert ("discord", True) in snippet_parts(by_session[0]["snippet"])
     assert future == []
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.types import CompactionRecord, Trigger
+from agent.types import HIT_END, HIT_START, CompactionRecord, Trigger
 from gateway.admin.charts import HEIGHT, WIDTH, context_chart, tokens_label
 from gateway.admin.page import highlight
 from gateway.store.admin_ops import ContextPoint
@@ -115,8 +115,9 @@ def test_any_series_gives_valid_svg_with_one_drop_per_compaction_inside_the_box(
 
 
 def test_highlight_marks_hits_and_escapes_everything_else() -> None:
-    assert highlight('say [hello] <b>"x"</b> & [bye]') == (
-        "say <mark>hello</mark> &lt;b&gt;&quot;x&quot;&lt;/b&gt; &amp; <mark>bye</mark>"
+    snippet = f'say {HIT_START}hello{HIT_END} <b>"x"</b> & [name, 10:23 UTC] {HIT_START}bye{HIT_END}'
+    assert highlight(snippet) == (
+        "say <mark>hello</mark> &lt;b&gt;&quot;x&quot;&lt;/b&gt; &amp; [name, 10:23 UTC] <mark>bye</mark>"
     )
 
 

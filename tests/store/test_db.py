@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from agent.errors import ConfigError, StoreError
 from agent.types import ChatMessage
 from gateway.store.columns import UTCDateTime
-from gateway.store.db import Database
+from gateway.store.db import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES, Database
 from gateway.store.repository import Store
 from tests.store.helpers import new_session
 
@@ -44,6 +44,14 @@ async def test_sqlite_connections_use_wal_foreign_keys_and_busy_timeout(database
             for p in ("journal_mode", "foreign_keys", "busy_timeout")
         ]
     assert values == ["wal", 1, 15000]
+
+
+async def test_sqlite_connections_map_the_file_and_keep_a_bigger_page_cache(database: Database) -> None:
+    if database.dialect != "sqlite":
+        pytest.skip("SQLite pragmas")
+    async with database.engine.connect() as conn:
+        values = [(await conn.execute(text(f"PRAGMA {p}"))).scalar() for p in ("mmap_size", "cache_size")]
+    assert values == [SQLITE_MMAP_BYTES, -SQLITE_CACHE_KIB]
 
 
 async def test_sqlite_write_transactions_take_the_lock_at_begin(store: Store) -> None:

@@ -63,16 +63,24 @@ def _search_objects(conn: Connection) -> set[str]:
         return {r[0] for r in rows}
     columns = {c["name"] for c in inspect(conn).get_columns("messages")}
     indexes = {i["name"] for i in inspect(conn).get_indexes("messages")}
-    return ({"text_tsv"} & columns) | ({"ix_messages_text_tsv"} & indexes)
+    search = {"ix_messages_text_tsv", "ix_messages_cjk_tsv", "ix_messages_text_trgm"}
+    return ({"text_tsv", "cjk_tsv"} & columns) | (search & indexes)
 
 
 async def test_search_objects_are_built_by_the_migration(database: Database) -> None:
     async with database.engine.connect() as conn:
         found = await conn.run_sync(_search_objects)
     if database.dialect == "sqlite":
-        assert {"messages_fts", "messages_fts_ai", "messages_fts_ad", "messages_fts_au"} <= found
+        assert {"messages_fts", "messages_fts_trgm", "messages_fts_source"} <= found
+        assert {"messages_fts_ai", "messages_fts_ad", "messages_fts_au"} <= found
     else:
-        assert found == {"text_tsv", "ix_messages_text_tsv"}
+        assert found == {
+            "text_tsv",
+            "cjk_tsv",
+            "ix_messages_text_tsv",
+            "ix_messages_cjk_tsv",
+            "ix_messages_text_trgm",
+        }
 
 
 async def test_fts_index_stays_consistent_through_archive_and_restore(store: Store) -> None:
@@ -84,9 +92,10 @@ async def test_fts_index_stays_consistent_through_archive_and_restore(store: Sto
     await store.restore_latest_compaction(sid)
     async with store.db.transaction() as s:
         # Raises "database disk image is malformed" when the index and the table disagree.
-        await s.execute(text("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"))
+        for fts in ("messages_fts", "messages_fts_trgm"):
+            await s.execute(text(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)"))
         trigger = await s.scalar(text("SELECT sql FROM sqlite_master WHERE name = 'messages_fts_au'"))
-    assert "UPDATE OF text ON messages" in str(trigger)
+    assert "UPDATE OF text, search_cjk ON messages" in str(trigger)
 
 
 async def test_upgrade_creates_the_sqlite_directory(tmp_path: Path) -> None:

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from agent.types import ChatMessage, SearchFilters
 from gateway.store.repository import Store
-from gateway.store.search_query import Term, parse, to_fts5, to_tsquery
+from gateway.store.search_query import (
+    Term,
+    TsQueries,
+    fts5_any,
+    fts5_substrings,
+    parse,
+    to_fts5,
+    to_tsqueries,
+)
 from tests.store.helpers import new_session
 
 
@@ -32,30 +40,53 @@ def test_punctuation_inside_a_word_makes_a_phrase() -> None:
 def test_fts5_translation_quotes_every_term() -> None:
     assert (
         to_fts5(parse('alpha "beta gamma" delt* -omega'))
-        == '("alpha" AND "beta gamma" AND "delt" *) NOT "omega"'
+        == '(text : "alpha" AND text : "beta gamma" AND text : "delt" *) NOT text : "omega"'
+    )
+
+
+def test_cjk_terms_are_phrases_of_their_characters() -> None:
+    assert to_fts5(parse("数据 -カタカナ")) == '((cjk : "数 据")) NOT (cjk : "カ タ カ ナ")'
+    assert to_tsqueries(parse("数据 word")) == TsQueries(
+        words="('word')", cjk="(('数' <-> '据'))", not_words=None, not_cjk=None
     )
 
 
 def test_tsquery_translation_uses_quoted_lexemes() -> None:
-    assert to_tsquery(parse('alpha "beta gamma" delt* -omega')) == (
-        "('alpha') & ('beta' <-> 'gamma') & ('delt':*) & !('omega')"
+    assert to_tsqueries(parse('alpha "beta gamma" delt* -omega -"x y"')) == TsQueries(
+        words="('alpha') & ('beta' <-> 'gamma') & ('delt':*)",
+        cjk=None,
+        not_words="('omega') | ('x' <-> 'y')",
+        not_cjk=None,
     )
+
+
+def test_terms_of_three_characters_or_more_are_also_substrings() -> None:
+    parsed = parse('ab userprofile "get user" 数据库 -xyz -q')
+    assert [t.substring for t in parsed.terms] == [False, True, True, False, True, False]
+    assert fts5_substrings(parsed) == '("userprofile" AND "get user") NOT "xyz"'
 
 
 @pytest.mark.parametrize("query", ["", "   ", "*", '"', "-word", "-", "🎉🎉", "\x00", "!!!"])
 def test_queries_without_positive_terms_translate_to_nothing(query: str) -> None:
-    assert to_fts5(parse(query)) is None and to_tsquery(parse(query)) is None
+    assert to_fts5(parse(query)) is None and to_tsqueries(parse(query)) is None
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_any_text_is_a_valid_fts5_query(query: str) -> None:
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='unicode61 remove_diacritics 2')")
-    conn.execute("INSERT INTO t(text) VALUES ('some text to match against')")
-    match = to_fts5(parse(query))
-    if match is not None:
-        conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,)).fetchall()
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, cjk, tokenize='unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE g USING fts5(text, tokenize='trigram')")
+    conn.execute("INSERT INTO t(text, cjk) VALUES ('some text to match against', 'x 数 据')")
+    conn.execute("INSERT INTO g(text) VALUES ('some text to match against')")
+    parsed = parse(query)
+    for table, match in (
+        ("t", to_fts5(parsed)),
+        ("t", fts5_any(parsed.terms)),
+        ("g", fts5_substrings(parsed)),
+    ):
+        if match is not None:
+            conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (match,)).fetchall()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

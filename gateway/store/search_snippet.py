@@ -1,0 +1,108 @@
+"""Snippets with marked matches, built in Python the same way on both engines.
+
+The database finds and ranks the hits; this module quotes a window of each hit's text
+around its first match and marks every match in it with :data:`~agent.types.HIT_START` /
+:data:`~agent.types.HIT_END`. Any marker character already in the text is replaced
+first, so a marker in a snippet is always ours. Matching here mirrors the index: case
+and diacritics are ignored, a word matches a whole word (a ``prefix*`` its start), a
+phrase its words in order with only separators between them, and in substring mode
+(hits found by the substring index) any occurrence counts.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from agent.types import HIT_END, HIT_START
+from gateway.store.search_query import ParsedQuery, Term
+
+SNIPPET_CHARS = 160
+"""About how many characters of a message a snippet quotes."""
+_LEAD = SNIPPET_CHARS // 4
+_SNAP = 20  # how far a cut may move to land on a space
+_SEPARATORS = r"[\W_]+"
+_WORD_BEFORE = r"(?<![^\W_])"
+_WORD_AFTER = r"(?![^\W_])"
+
+
+# The diacritics FTS5's ``remove_diacritics`` drops (Latin, Greek, Cyrillic accents); marks of
+# other scripts (a kana's voicing) stay, as they do in the index.
+_DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
+
+def folded(text: str) -> str:
+    """``text`` without case or diacritics."""
+    if text.isascii():
+        return text.lower()
+    return _DIACRITICS.sub("", unicodedata.normalize("NFD", text)).casefold()
+
+
+def fold(text: str) -> tuple[str, list[int]]:
+    """:func:`folded` ``text``, and for each of its characters the index it came from in ``text``."""
+    if text.isascii():
+        return text.lower(), list(range(len(text)))
+    chars: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        one = ch.lower() if ch.isascii() else folded(ch)
+        chars.append(one)
+        where.extend([i] * len(one))
+    return "".join(chars), where
+
+
+def term_pattern(term: Term, *, substring: bool = False) -> str:
+    """A regex finding ``term`` in :func:`folded` text, as the index matches it."""
+    tokens = [re.escape(folded(tok)) for tok in term.tokens]
+    body = _SEPARATORS.join(tokens)
+    if substring or term.cjk:  # a CJK word is found inside a run of CJK characters
+        return body
+    return _WORD_BEFORE + body + (r"[^\W_]*" if term.prefix else _WORD_AFTER)
+
+
+def match_spans(text: str, terms: Iterable[Term], *, substring: bool = False) -> list[tuple[int, int]]:
+    """Where the terms occur in ``text``: sorted, non-overlapping ``(start, stop)`` spans."""
+    patterns = [term_pattern(t, substring=substring) for t in terms]
+    if not patterns:
+        return []
+    folded, where = fold(text)
+    where.append(len(text))
+    spans: list[tuple[int, int]] = []
+    for found in re.finditer("|".join(f"(?:{p})" for p in patterns), folded):
+        if found.end() > found.start():
+            spans.append((where[found.start()], where[found.end() - 1] + 1))
+    return spans
+
+
+def _cut(text: str, start: int, stop: int) -> tuple[int, int]:
+    """``start``/``stop`` moved (a little) onto spaces, so words are not cut in half."""
+    if start > 0:
+        space = text.rfind(" ", max(0, start - _SNAP), start + 1)
+        start = space + 1 if space >= 0 else start
+    if stop < len(text):
+        space = text.find(" ", stop, stop + _SNAP)
+        stop = space if space >= 0 else stop
+    return start, stop
+
+
+def make_snippet(text: str, parsed: ParsedQuery, *, substring: bool = False) -> str:
+    """A window of ``text`` around its first match, matches marked, whitespace collapsed."""
+    text = text.replace(HIT_START, "\ufffd").replace(HIT_END, "\ufffd")
+    spans = match_spans(text, parsed.positive, substring=substring)
+    first = spans[0][0] if spans else 0
+    start, stop = _cut(text, max(0, first - _LEAD), max(0, first - _LEAD) + SNIPPET_CHARS)
+    out: list[str] = ["… "] if start > 0 else []
+    at = start
+    for a, b in spans:
+        if b <= start or a < at:
+            continue
+        if a >= stop:
+            break
+        b = min(b, stop)
+        out += [text[at:a], HIT_START, text[a:b], HIT_END]
+        at = b
+    out.append(text[at:stop])
+    if stop < len(text):
+        out.append(" …")
+    return " ".join("".join(out).split())

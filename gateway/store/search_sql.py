@@ -1,0 +1,283 @@
+"""The statements behind search, one builder per engine.
+
+Each statement finds ids newest first, with a LIMIT, so it stops early;
+:mod:`gateway.store.search_ops` ranks, orders the tiers, pages, and reads the few hits
+it shows afterwards. Every query value is a bound
+parameter produced by :mod:`gateway.store.search_query` (quoted letters and digits).
+
+SQLite: ``messages_fts`` (FTS5 ``unicode61``; columns ``text`` and ``cjk``) and
+``messages_fts_trgm`` (FTS5 ``trigram``), both over the view ``messages_fts_source``.
+PostgreSQL: the generated ``text_tsv`` column, ``to_tsvector('simple', search_cjk)``
+and ``left(text, INDEX_CHARS)`` with ``pg_trgm``, each with its GIN index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Select,
+    bindparam,
+    column,
+    false,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    table,
+    text,
+)
+from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.sql.elements import TextClause
+
+from agent.types import SearchFilters
+from gateway.store.models import messages, sessions
+from gateway.store.search_index import INDEX_CHARS
+from gateway.store.search_query import (
+    ParsedQuery,
+    Term,
+    fts5_all,
+    fts5_any,
+    fts5_substrings,
+    like_pattern,
+    to_fts5,
+    to_tsqueries,
+    ts_all,
+    ts_any,
+)
+
+
+def visible(filters: SearchFilters) -> list[ColumnElement[bool]]:
+    """The rows a search may show, given its filters."""
+    # Rows retired by a restore (neither active nor archived) are never shown. A pruned copy
+    # (a compaction's non-summary product) repeats part of the original it replaced, which that
+    # compaction archived: only the active view shows the copy, every other view the original.
+    conditions: list[ColumnElement[bool]] = [or_(messages.c.active, messages.c.compacted)]
+    if filters.state != "active":
+        conditions.append(or_(messages.c.produced_by.is_(None), messages.c.kind == "summary"))
+    if filters.platform is not None:
+        conditions.append(sessions.c.platform == filters.platform)
+    if filters.chat_id is not None:
+        conditions.append(sessions.c.chat_id == filters.chat_id)
+    if filters.session_id is not None:
+        conditions.append(messages.c.session_id == filters.session_id)
+    if filters.user_id is not None:
+        conditions.append(messages.c.author_id == filters.user_id)
+    if filters.since is not None:
+        conditions.append(messages.c.created_at >= filters.since)
+    if filters.until is not None:
+        conditions.append(messages.c.created_at < filters.until)
+    if filters.state == "active":
+        conditions.append(messages.c.active.is_(True))
+    elif filters.state == "archived":
+        conditions.append(messages.c.active.is_(False))
+    return conditions
+
+
+def _with_sessions(stmt: Select[Any], filters: SearchFilters) -> Select[Any]:
+    if filters.platform is None and filters.chat_id is None:
+        return stmt
+    return stmt.join(sessions, sessions.c.id == messages.c.session_id)
+
+
+def _newest_first(stmt: Select[Any], order_by: ColumnElement[Any], limit: int) -> Select[Any]:
+    return stmt.order_by(order_by.desc()).limit(limit)
+
+
+@dataclass(frozen=True, slots=True)
+class IdRange:
+    """Ids above ``above`` (exclusive) and below ``below`` (exclusive); ``None``: unbounded.
+
+    ``scan``: test every row of the range rather than ask the search indexes (PostgreSQL):
+    cheaper for a small range when the terms are common, since a GIN bitmap of a common
+    word holds every row that has it.
+    """
+
+    above: int | None = None
+    below: int | None = None
+    scan: bool = False
+
+    def bound(self, stmt: Select[Any], id_column: ColumnElement[Any]) -> Select[Any]:
+        if self.above is not None:
+            stmt = stmt.where(id_column > self.above)
+        if self.below is not None:
+            stmt = stmt.where(id_column < self.below)
+        return stmt
+
+
+EVERY_ID = IdRange()
+
+
+class SearchSql(Protocol):
+    """Statements for one engine, each newest first; ``None`` when its tier cannot match anything."""
+
+    scan_by_ranges: bool
+    """The engine cannot read matches newest first from its index (PostgreSQL's GIN): the caller
+    should look in id ranges that widen from the newest (see ``gateway.store.search_ops``)."""
+
+    def words(
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+    ) -> Select[Any] | None:
+        """``(id,)`` of words-tier hits."""
+
+    def substrings(
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+    ) -> Select[Any] | None:
+        """``(id,)`` of substring-tier hits that are not words-tier hits."""
+
+
+# ---- SQLite --------------------------------------------------------------------------------
+
+_FTS = table("messages_fts", column("rowid", Integer))
+_TRGM = table("messages_fts_trgm", column("rowid", Integer))
+
+
+def _match(name: str, param: str, value: str) -> TextClause:
+    return text(f"{name} MATCH :{param}").bindparams(bindparam(param, value))
+
+
+def _fts_rowids(param: str, value: str) -> Select[Any]:
+    return select(_FTS.c.rowid).where(_match("messages_fts", param, value))
+
+
+class SqliteSearch:
+    """FTS5 returns matches in rowid order, so ``ORDER BY rowid DESC LIMIT n`` stops after n."""
+
+    scan_by_ranges = False
+
+    def words(
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+    ) -> Select[Any] | None:
+        match = to_fts5(parsed)
+        if match is None:
+            return None
+        stmt = select(messages.c.id).select_from(_FTS.join(messages, messages.c.id == _FTS.c.rowid))
+        stmt = _with_sessions(stmt, filters).where(_match("messages_fts", "words", match), *visible(filters))
+        return _newest_first(ids.bound(stmt, _FTS.c.rowid), _FTS.c.rowid, limit)
+
+    def substrings(
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+    ) -> Select[Any] | None:
+        match = fts5_substrings(parsed)
+        if match is None:
+            return None
+        stmt = select(messages.c.id).select_from(_TRGM.join(messages, messages.c.id == _TRGM.c.rowid))
+        stmt = _with_sessions(stmt, filters).where(
+            _match("messages_fts_trgm", "substrings", match), *visible(filters)
+        )
+        required = fts5_all(tuple(t for t in parsed.positive if not t.substring))
+        if required is not None:
+            stmt = stmt.where(messages.c.id.in_(_fts_rowids("required", required)))
+        stmt = stmt.where(messages.c.id.not_in(_fts_rowids("found", _substring_exclusions(parsed))))
+        return _newest_first(ids.bound(stmt, _TRGM.c.rowid), _TRGM.c.rowid, limit)
+
+
+def _substring_exclusions(parsed: ParsedQuery) -> str:
+    """Rows tier 2 leaves out: tier 1 found them (its substring terms all match as words), or
+    a short or CJK exclusion (which the trigram table cannot express) matches."""
+    parts = [
+        fts5_all(tuple(t for t in parsed.positive if t.substring)),
+        fts5_any(tuple(t for t in parsed.negative if not t.substring)),
+    ]
+    return " OR ".join(f"({p})" for p in parts if p)
+
+
+# ---- PostgreSQL ----------------------------------------------------------------------------
+
+_SIMPLE: ColumnElement[Any] = literal_column("'simple'::regconfig")
+_TSV: ColumnElement[Any] = literal_column("messages.text_tsv", TSVECTOR)
+_CJK_TSV: ColumnElement[Any] = literal_column("messages.cjk_tsv", TSVECTOR)
+_PREFIX: ColumnElement[Any] = func.left(messages.c.text, literal_column(str(INDEX_CHARS)))
+
+
+def _tsquery(param: str, value: str) -> ColumnElement[Any]:
+    return func.to_tsquery(_SIMPLE, bindparam(param, value))
+
+
+def _matches(vector: ColumnElement[Any], param: str, value: str) -> ColumnElement[bool]:
+    return vector.bool_op("@@")(_tsquery(param, value))
+
+
+def _none_of(vector: ColumnElement[Any], param: str, value: str | None) -> list[ColumnElement[bool]]:
+    if value is None:
+        return []
+    return [not_(func.coalesce(_matches(vector, param, value), false()))]
+
+
+def _unindexed(conditions: list[ColumnElement[bool]], ids: IdRange) -> list[ColumnElement[bool]]:
+    """``conditions`` as they are, or (``ids.scan``) in a form no index can serve (tested row by row)."""
+    if not ids.scan:
+        return conditions
+    return [func.coalesce(c, false()) for c in conditions]
+
+
+def _tier1(parsed: ParsedQuery) -> list[ColumnElement[bool]] | None:
+    """Conditions of the words tier."""
+    queries = to_tsqueries(parsed)
+    if queries is None:
+        return None
+    conditions: list[ColumnElement[bool]] = []
+    if queries.words is not None:
+        conditions.append(_matches(_TSV, "words", queries.words))
+    if queries.cjk is not None:
+        conditions += [_CJK_TSV.is_not(None), _matches(_CJK_TSV, "cjk", queries.cjk)]
+    conditions += _none_of(_TSV, "not_words", queries.not_words)
+    conditions += _none_of(_CJK_TSV, "not_cjk", queries.not_cjk)
+    return conditions
+
+
+def _required(terms: tuple[Term, ...]) -> list[ColumnElement[bool]]:
+    """Each of ``terms`` (short or CJK) as in tier 1."""
+    out: list[ColumnElement[bool]] = []
+    for i, term in enumerate(terms):
+        query = ts_any((term,), cjk=term.cjk)
+        if query is None:
+            continue
+        if term.cjk:
+            out += [_CJK_TSV.is_not(None), _matches(_CJK_TSV, f"req{i}", query)]
+        else:
+            out.append(_matches(_TSV, f"req{i}", query))
+    return out
+
+
+class PostgresSearch:
+    """tsvector + pg_trgm; the search transaction plans with its values (``force_custom_plan``)."""
+
+    scan_by_ranges = True
+
+    def words(
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+    ) -> Select[Any] | None:
+        conditions = _tier1(parsed)
+        if conditions is None:
+            return None
+        stmt = _with_sessions(select(messages.c.id), filters)
+        stmt = stmt.where(*_unindexed(conditions, ids), *visible(filters))
+        return _newest_first(ids.bound(stmt, messages.c.id), messages.c.id, limit)
+
+    def substrings(
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+    ) -> Select[Any] | None:
+        if not parsed.has_substrings:
+            return None
+        conditions: list[ColumnElement[bool]] = []
+        for i, term in enumerate(parsed.terms):
+            if term.substring:
+                like = _PREFIX.ilike(bindparam(f"like{i}", like_pattern(term)))
+                conditions.append(not_(like) if term.negated else like)
+        conditions += _required(tuple(t for t in parsed.positive if not t.substring))
+        # Tier 1 found the rows where every substring term is also a word.
+        conditions += _none_of(
+            _TSV, "found", ts_all(tuple(t for t in parsed.positive if t.substring), cjk=False)
+        )
+        short = tuple(t for t in parsed.negative if not t.substring)
+        conditions += _none_of(_TSV, "nsw", ts_any(short, cjk=False))
+        conditions += _none_of(_CJK_TSV, "nsc", ts_any(short, cjk=True))
+        stmt = _with_sessions(select(messages.c.id), filters).where(
+            *_unindexed(conditions, ids), *visible(filters)
+        )
+        return _newest_first(ids.bound(stmt, messages.c.id), messages.c.id, limit)
