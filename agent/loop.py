@@ -353,7 +353,14 @@ class AgentLoop:
         ctx = ToolContext(
             turn.session, self._store, turn.memory_scope, self._clock, tool_use_id=str(use["id"])
         )
-        output = await self.tools.dispatch(ctx, name, use.get("input", {}))
+        try:
+            output = await self.tools.dispatch(ctx, name, use.get("input", {}))
+        except Exception as exc:  # a tool's bug must not abort the turn: the model reads it and goes on
+            _log.error("tool %s raised", name, exc_info=exc, extra={"session": turn.session.id})
+            output = ToolOutput.error(
+                f"the {name} tool failed unexpectedly ({type(exc).__name__}); "
+                "try other input, or answer without it"
+            )
         return cap_output(name, output, self._llm.tool_output_cap_chars)
 
     async def _close_round(self, turn: _Turn, exc: BaseException) -> None:

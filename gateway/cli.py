@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from agent.errors import ConfigError
 from gateway.cli_bench import bench_command
 from gateway.cli_common import err, out, run_async, safe_url, settings_or_exit
 from gateway.cli_doctor import doctor_command
@@ -111,10 +112,14 @@ def admin_serve(
     A browser opens /?token=<token> once, gets an HttpOnly SameSite=Strict cookie, and the URL drops it.
     """
     settings = settings_or_exit()
-    if settings.admin_token is None or not settings.admin_token.get_secret_value():
-        err.print("[red]HYGIEIA_ADMIN_TOKEN is not set:[/red] the admin API refuses to start without it")
-        raise typer.Exit(2)
-    from gateway.admin.server import serve_admin  # lazily, as in `run`: FastAPI and uvicorn are heavy
+    from gateway.admin.middleware import check_admin_token  # lazily, as in `run`: FastAPI is heavy
+    from gateway.admin.server import serve_admin
+
+    try:
+        check_admin_token(settings.admin_token.get_secret_value() if settings.admin_token else None)
+    except ConfigError as exc:
+        err.print(f"[red]configuration error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
     from gateway.logging_setup import configure_logging
 
     configure_logging(settings)

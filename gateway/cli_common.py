@@ -13,15 +13,17 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
-from agent.errors import ConfigError, HygieiaError
+from agent.errors import ConfigError, HygieiaError, StoreError
 from gateway.config import Settings, load_settings
 from gateway.store.db import Database
+from gateway.store.migrate import current_revision, head_revision
 from gateway.store.repository import Store
 
 T = TypeVar("T")
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error stays on one line, whatever the width
 # Piped output is read by people too (and grepped): do not fold tables to 80 columns there.
 out = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -36,24 +38,48 @@ def settings_or_exit() -> Settings:
 
 
 def run_async(coro_fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run one coroutine to completion; a HygieiaError becomes one line and exit code 1."""
+    """Run one coroutine to completion; a HygieiaError or a database error becomes one line and exit 1."""
     try:
         return asyncio.run(coro_fn())
     except HygieiaError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {first_line(exc)}", highlight=False)
         raise typer.Exit(1) from None
+    except SQLAlchemyError as exc:
+        err.print(
+            f"[red]database error:[/red] {first_line(getattr(exc, 'orig', None) or exc)}", highlight=False
+        )
+        raise typer.Exit(1) from None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (SQLAlchemy's run to several, with the SQL)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @asynccontextmanager
 async def open_store(settings: Settings) -> AsyncIterator[Store]:
     """A connected store on the configured database (not migrated: `hygieia migrate` does that)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    await require_current_schema(settings.resolved_database_url)
     db = Database(settings.resolved_database_url)
     await db.connect()
     try:
         yield Store(db)
     finally:
         await db.dispose()
+
+
+async def require_current_schema(url: str) -> None:
+    """StoreError (one line: run `hygieia migrate`) unless the database is at this version's schema."""
+    current, head = await current_revision(url), head_revision()
+    if current is None:
+        raise StoreError(f"the database {safe_url(url)} has no schema yet: run `hygieia migrate` first")
+    if current != head:
+        raise StoreError(
+            f"the database {safe_url(url)} is at schema {current}, this version needs {head}: "
+            "run `hygieia migrate`"
+        )
 
 
 def safe_url(url: str) -> str:

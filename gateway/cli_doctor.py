@@ -14,6 +14,8 @@ import typer
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
+from agent.errors import ConfigError
+from gateway.admin.middleware import check_admin_token
 from gateway.cli_common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
 from gateway.retention import retention_policy
@@ -189,5 +191,9 @@ def _check_access(settings: Settings) -> list[Check]:
     if settings.admin_token is None:
         checks.append(Check("admin api", "ok", "HYGIEIA_ADMIN_TOKEN unset: the admin API stays off"))
     else:
-        checks.append(Check("admin api", "ok", "token set"))
+        try:
+            check_admin_token(settings.admin_token.get_secret_value())
+            checks.append(Check("admin api", "ok", "token set"))
+        except ConfigError as exc:
+            checks.append(Check("admin api", "fail", str(exc)))
     return checks

@@ -74,14 +74,14 @@ def show_session(
     """One session: its settings, compactions, and messages (archived ones greyed)."""
     settings = settings_or_exit()
 
-    async def fetch() -> tuple[Any, list[Any], list[Any]]:
+    async def fetch() -> tuple[Any, list[Any], list[Any], list[Any]]:
         async with open_store(settings) as store:
             info = await store.get_session(session_id)
             compactions = await store.list_compactions(session_id)
             messages = await store.messages_after(session_id, -1)
-            return info, compactions, messages
+            return info, compactions, messages, await store.dead_letters(info)
 
-    info, compactions, messages = run_async(fetch)
+    info, compactions, messages, dead = run_async(fetch)
     if not archived:
         messages = [m for m in messages if m.active]
     if as_json:
@@ -90,6 +90,7 @@ def show_session(
                 "session": dataclasses.asdict(info),
                 "compactions": [dataclasses.asdict(c) for c in compactions],
                 "messages": [dataclasses.asdict(m) for m in messages],
+                "dead_letters": [dataclasses.asdict(d) for d in dead],
             }
         )
         return
@@ -118,6 +119,19 @@ def show_session(
         out.print(table)
     for m in messages:
         out.print(_message_line(m))
+    if dead:
+        out.print(_dead_letter_table(dead))
+
+
+def _dead_letter_table(dead: list[Any]) -> Table:
+    """Messages and replies given up on: what, when, how often tried, and why."""
+    table = Table(title=f"{len(dead)} dead letter(s): given up on after repeated failures")
+    for column in ("what", "id", "when", "attempts", "text", "error"):
+        table.add_column(column)
+    for d in dead:
+        what = "received message" if d.source == "inbox" else "reply"
+        table.add_row(what, str(d.id), when(d.at), str(d.attempts), Text(d.text[:80]), Text(d.error or ""))
+    return table
 
 
 def _message_line(m: Any) -> Text:
@@ -157,8 +171,8 @@ def search_sessions(
         chat_id=chat,
         session_id=session,
         user_id=user,
-        since=_utc(since),
-        until=_utc(until),
+        since=_utc(since, "--since"),
+        until=_utc(until, "--until"),
         state=state,  # type: ignore[arg-type]
     )
 
@@ -218,10 +232,16 @@ def _marked(snippet: str) -> Text:
     return text
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
+def _utc(value: datetime | None, flag: str) -> datetime | None:
+    """``value`` in UTC (a time without an offset is taken as UTC)."""
+    if value is None or value.tzinfo is None:
+        return None if value is None else value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise typer.BadParameter(
+            f"{value.isoformat()} is out of range once converted to UTC (years 1 to 9999)", param_hint=flag
+        ) from None
 
 
 @sessions_app.command("export")

@@ -7,9 +7,13 @@ environment; a secret found in the YAML file is refused, so it never ends up in 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
+import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -31,6 +35,17 @@ from gateway.clock import check_timezone, parse_clock, parse_quiet_hours
 
 ENV_PREFIX = "HYGIEIA_"
 SECRET_FIELDS = ("anthropic_api_key", "telegram_bot_token", "discord_bot_token", "admin_token")
+SECRET_ENV: dict[tuple[str, ...], str] = {
+    ("anthropicapikey",): "ANTHROPIC_API_KEY",
+    ("telegrambottoken",): "TELEGRAM_BOT_TOKEN",
+    ("discordbottoken",): "DISCORD_BOT_TOKEN",
+    ("admintoken",): "HYGIEIA_ADMIN_TOKEN",
+    ("telegram", "webhooksecret"): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
+    ("telegramwebhooksecret",): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
+}
+"""Secret-bearing settings (keys compacted: lower case, letters and digits only) and their env vars."""
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "privatekey", "credentials")
+_FREE_FORM = frozenset({"modelprices", "modelthresholds"})  # keys there are model names
 DEFAULT_SYSTEM_PROMPT = (
     "You are Hygieia, a helpful assistant in a long-lived chat. Messages from people arrive with a short "
     "header naming the author and time. Earlier parts of a long conversation may have been summarized; "
@@ -93,13 +108,18 @@ class SessionSettings(BaseModel):
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     hygiene_notice: bool = False
     max_inbound_chars: int = Field(32_000, ge=100)
+    max_inbound_attachment_chars: int = Field(100_000, ge=100)
+    """Characters kept of each text file that comes with a message (every platform)."""
+    max_inbound_total_chars: int = Field(200_000, ge=100, le=500_000)
+    """Characters kept of a whole message, its text and files together (every platform)."""
     turn_grace_seconds: float = Field(30.0, ge=0)
     # A compaction still running after this long gets the one-line "summarizing" notice.
     summarizing_notice_seconds: float = Field(5.0, ge=0)
 
 
 class DeliverySettings(BaseModel):
-    """Keys under ``delivery:``: how replies are shown."""
+    """Keys under ``delivery:``: how replies are shown and go out, and when a queue item becomes a
+    dead letter."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -108,6 +128,14 @@ class DeliverySettings(BaseModel):
     console never streams."""
     edit_interval_seconds: float = Field(1.0, ge=0.2, le=10.0)
     """At most one edit of a streamed reply per chat this often (platform rate limits)."""
+    max_reply_parts: int = Field(10, ge=1, le=100)
+    """A reply that needs more messages is cut after this many, with a note on how to get the rest."""
+    outbox_max_attempts: int = Field(6, ge=1, le=100)
+    """Sends of one reply before it is marked failed (a dead letter) and the chat is told once."""
+    inbox_max_attempts: int = Field(5, ge=2, le=100)
+    """Tries at serving one received message before it is marked failed and the sender is told once."""
+    retry_base_seconds: float = Field(2.0, gt=0, le=3600)
+    retry_max_seconds: float = Field(600.0, gt=0, le=86400)
 
 
 class MediaSettings(BaseModel):
@@ -339,15 +367,62 @@ def _config_path() -> Path | None:
 
 
 class _SecretRefusingYamlSource(YamlConfigSettingsSource):
-    """Reads ``hygieia.yaml`` and refuses secrets in it."""
+    """Reads ``hygieia.yaml``: one clear line when it is not YAML, and secrets in it refused."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        super().__init__(settings_cls, yaml_file=path)
-        leaked = [name for name in SECRET_FIELDS if name in self.yaml_data]
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot be read ({exc})") from None
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError(
+                f"{path}: must hold settings as 'key: value' lines, not a {type(data).__name__}"
+            )
+        leaked = secrets_in(data or {})
         if leaked:
             raise ConfigError(
-                f"{path}: {', '.join(leaked)} must come from the environment, not the config file"
+                f"{path}: secrets are not read from the config file; remove them and set "
+                f"{', '.join(dict.fromkeys(leaked))} in the environment instead"
             )
+        super().__init__(settings_cls, yaml_file=path)
+
+
+def _compact(key: str) -> str:
+    compact = re.sub(r"[^a-z0-9]", "", key.lower())
+    return compact.removeprefix("hygieia") or compact
+
+
+def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[str]:
+    """The env vars for every secret-bearing key in ``data``, under any spelling, at any depth."""
+    found: list[str] = []
+    for key, value in data.items():
+        spelled = (*path, str(key))
+        compact = tuple(_compact(k) for k in spelled)
+        if compact in SECRET_ENV:
+            found.append(SECRET_ENV[compact])
+        elif compact[-1].endswith(_SECRET_ENDINGS):
+            found.append(ENV_PREFIX + "__".join(re.sub(r"[^A-Za-z0-9]+", "_", k).upper() for k in spelled))
+        elif compact == ("databaseurl",) and isinstance(value, str) and _has_password(value):
+            found.append(ENV_PREFIX + "DATABASE_URL")
+        elif isinstance(value, Mapping) and compact[-1] not in _FREE_FORM:
+            found.extend(secrets_in(value, spelled))
+    return found
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return bool(urlsplit(url).password)
+    except ValueError:
+        return False
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return str(exc).replace("\n", " ")
 
 
 def _env_name(loc: tuple[int | str, ...]) -> str:

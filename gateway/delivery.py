@@ -3,8 +3,9 @@
 A reply is in SQL (``outbox``) before it is sent; this worker claims due rows for the
 platforms it runs (a lease, so several workers never send one row at once), splits the
 text with the shared splitter, sends the parts in order and records the platform ids.
-A transient :class:`AdapterError` is retried with exponential backoff; after
-``max_attempts`` the row is marked failed and logged. Delivery is at-least-once at the
+A failed send (an :class:`AdapterError`, or any other exception: one row must never stall its
+chat) is retried with exponential backoff; after ``max_attempts`` the row is marked failed with
+its error (a dead letter), logged, and the chat is told once in plain words. Delivery is at-least-once at the
 platform boundary: a crash between a send and its record may repeat that one message.
 """
 
@@ -18,8 +19,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.errors import AdapterError
+from gateway.failures import UNDELIVERED
 from gateway.platforms.base import OutboundTarget, PlatformAdapter
-from gateway.splitter import split_message
+from gateway.splitter import DEFAULT_MAX_PARTS, split_message
 from gateway.store.records import OutboxRecord
 from gateway.store.repository import Store
 
@@ -65,6 +67,7 @@ class Delivery:
         max_delay: float = 600.0,
         poll_seconds: float = 2.0,
         lease_seconds: float = 120.0,
+        max_parts: int | None = DEFAULT_MAX_PARTS,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._store = store
@@ -74,6 +77,7 @@ class Delivery:
         self._max_delay = max_delay
         self._poll = poll_seconds
         self._lease = lease_seconds
+        self._max_parts = max_parts
         self._clock = clock
         self._wake = asyncio.Event()
         self._round = asyncio.Lock()  # one round at a time, or a due row could be sent twice
@@ -150,7 +154,7 @@ class Delivery:
                 row.id, next_attempt_at=later, error=f"platform {target.platform} not running"
             )
             return False
-        parts = split_message(row.text, adapter.text_limit, measure=adapter.measure)
+        parts = self._split(row.text, adapter)
         sent = self._progress.setdefault(row.id, [])
         try:
             for index in range(len(sent), len(parts)):
@@ -160,36 +164,49 @@ class Delivery:
         except AdapterError as exc:
             await self._failed(row, exc)
             return False
+        except Exception as exc:  # one row's bug must not stall its chat: count it like any failure
+            _log.error("sending a reply raised", exc_info=exc, extra={"outbox_id": row.id})
+            await self._failed(row, exc)
+            return False
         self._progress.pop(row.id, None)
         await self._store.outbox_mark_sent(row.id, [i for i in sent if i])
         return True
 
-    async def _failed(self, row: OutboxRecord, exc: AdapterError) -> None:
+    async def _failed(self, row: OutboxRecord, exc: Exception) -> None:
         attempts = row.attempts + 1
+        error = str(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {exc}"
+        fields = {"outbox_id": row.id, "platform": row.target.get("platform")}
         if attempts >= self._max_attempts:
             self._progress.pop(row.id, None)
-            await self._store.outbox_mark_failed(row.id, str(exc))
-            _log.error(
-                "giving up on a reply after %d attempts: %s",
-                attempts,
-                exc,
-                extra={"outbox_id": row.id, "platform": row.target.get("platform")},
-            )
+            await self._store.outbox_mark_failed(row.id, error)
+            _log.error("giving up on a reply after %d attempts: %s", attempts, error, extra=fields)
+            await self._tell_undelivered(row)
             return
         delay = min(self._max_delay, self._base_delay * 2 ** (attempts - 1))
         retry_after = getattr(exc, "retry_after", None)
         if isinstance(retry_after, int | float) and retry_after > delay:
             delay = float(retry_after)
         await self._store.outbox_mark_retry(
-            row.id, next_attempt_at=self._clock() + timedelta(seconds=delay), error=str(exc)
+            row.id, next_attempt_at=self._clock() + timedelta(seconds=delay), error=error
         )
-        _log.warning(
-            "send failed (attempt %d), retrying in %.1fs: %s",
-            attempts,
-            delay,
-            exc,
-            extra={"outbox_id": row.id, "platform": row.target.get("platform")},
+        _log.warning("send failed (attempt %d), retrying in %.1fs: %s", attempts, delay, error, extra=fields)
+
+    async def _tell_undelivered(self, row: OutboxRecord) -> None:
+        """Tell the chat once, in plain words; a failure notice that fails is not followed by another."""
+        if row.kind == "failure_notice":
+            return
+        await self._store.outbox_put(
+            session_id=row.session_id,
+            target={**row.target, "reply_to_message_id": None},
+            text=UNDELIVERED,
+            inbox_ids=[],
+            message_id=None,
+            kind="failure_notice",
         )
+        self.notify()
+
+    def _split(self, text: str, adapter: PlatformAdapter) -> list[str]:
+        return split_message(text, adapter.text_limit, measure=adapter.measure, max_parts=self._max_parts)
 
     async def typing(self, target: OutboundTarget) -> None:
         """Show a typing indicator; best effort."""
@@ -207,7 +224,7 @@ class Delivery:
         if adapter is None:
             return
         try:
-            for part in split_message(text, adapter.text_limit, measure=adapter.measure):
+            for part in self._split(text, adapter):
                 await adapter.send(target, part)
         except AdapterError as exc:
             _log.info("direct send failed: %s", exc, extra={"platform": target.platform})

@@ -29,10 +29,11 @@ from agent.compaction import WhenSlow
 from agent.context_engine import ContextEngine
 from agent.errors import LLMError, StoreError
 from agent.loop import AgentLoop, TurnResult
-from agent.types import AgentSession, ChatMessage
+from agent.types import AgentSession
 from gateway.auth import REFUSAL_TEXT, Authorizer
 from gateway.commands import IMMEDIATE, Command, CommandContext, parse_command, run_command
 from gateway.config import Settings
+from gateway.dead_letters import InboxFailures
 from gateway.delivery import Delivery
 from gateway.failures import GAVE_UP, classify
 from gateway.hygiene import SUMMARIZING_NOTICE, run_hygiene
@@ -47,7 +48,7 @@ from gateway.inbound import (
 )
 from gateway.media_loader import MediaLoader, media_notice
 from gateway.platforms.base import InboundMessage, OutboundTarget
-from gateway.replies import PendingItem, Replies, is_final_reply, reply_target, without_quote
+from gateway.replies import PendingItem, Replies, reply_of, reply_target, without_quote
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
@@ -59,9 +60,8 @@ _log = logging.getLogger(__name__)
 LEASE_SECONDS = 300.0
 RETRY_DELAYS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 WORKER_ERROR_DELAY = 5.0
+CLAIM_BATCH = 50
 SWEEP_MAX_SECONDS = 60.0
-
-EMPTY_REPLY = "(I have nothing to add.)"
 
 
 def utcnow() -> datetime:
@@ -117,6 +117,14 @@ class Gateway:
         self._worker_id = worker_id or default_worker_id()
         self._clock = clock
         self._tasks = tasks
+        self._failures = InboxFailures(
+            store,
+            self._replies,
+            worker_id=self._worker_id,
+            max_attempts=settings.delivery.inbox_max_attempts,
+            delays=self._retry_delays,
+            clock=clock,
+        )
         self._accepting = False
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
@@ -228,7 +236,12 @@ class Gateway:
             chat_id=msg.chat_id,
             platform_message_id=inbox_message_id(msg),
             session_key=key,
-            payload=inbox_payload(msg, cleaned),
+            payload=inbox_payload(
+                msg,
+                cleaned,
+                attachment_chars=self._settings.sessions.max_inbound_attachment_chars,
+                total_chars=self._settings.sessions.max_inbound_total_chars,
+            ),
             addressed=msg.addressed,
         )
         log_fields = {"platform": msg.platform, "key": key, "inbox_id": inbox_id}
@@ -312,15 +325,25 @@ class Gateway:
             self._dirty.discard(key)
             carried = self._carry.pop(key, [])
             claimed = await self._store.inbox_claim(
-                worker=self._worker_id, lease_seconds=self._lease, session_key=key
+                worker=self._worker_id,
+                lease_seconds=self._lease,
+                session_key=key,
+                limit=self._failures.batch_size(key, CLAIM_BATCH),
             )
+            claimed = await self._failures.weed(claimed)
             seen = {item.id for item in carried}
             items = sorted(carried + [i for i in claimed if i.id not in seen], key=lambda i: i.id)
             if not items:
                 if key in self._dirty:
                     continue
-                return None
-            outcome, rest = await self._serve(key, items)
+                return await self._failures.retry_in(key)
+            try:
+                outcome, rest = await self._serve(key, items)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # per-item isolation and dead letters: gateway.dead_letters
+                await self._failures.failed(key, items, exc)
+                continue
             if outcome is _Outcome.RETRY_LATER:
                 self._carry[key] = rest
                 attempt = max(1, self._retries.get(key, 1))
@@ -371,7 +394,7 @@ class Gateway:
         await self._store.touch_session(session.id, self._clock())
         if not addressed:
             return _Outcome.DONE
-        pending = await self._unanswered(session, addressed)
+        pending = await self._replies.unanswered(session.id, addressed)
         if not pending:
             return _Outcome.DONE
         target = reply_target(pending[-1].item)
@@ -404,33 +427,6 @@ class Gateway:
             return False
         await self._store.inbox_mark([item.id], "done", message_id=stored.id)
         return True
-
-    async def _unanswered(self, session: AgentSession, addressed: list[PendingItem]) -> list[PendingItem]:
-        """Drop items already answered (after a crash): by an outbox row, or by a final assistant message."""
-        pending: list[PendingItem] = []
-        for p in addressed:
-            if await self._store.outbox_for_inbox(p.item.id) is not None:
-                await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
-            else:
-                pending.append(p)
-        if not pending:
-            return []
-        by_message = {p.message.id: p for p in pending}
-        first_seq = min(p.message.seq or 0 for p in pending)
-        waiting: list[PendingItem] = []
-        answered: list[tuple[list[PendingItem], ChatMessage]] = []
-        for row in await self._store.messages_after(session.id, first_seq - 1):
-            if row.id in by_message:
-                waiting.append(by_message[row.id])
-            elif waiting and is_final_reply(row):
-                answered.append((waiting, row))
-                waiting = []
-        done: set[int] = set()
-        for group, reply in answered:
-            _log.info("reply found in the conversation; queueing it", extra={"session": session.id})
-            await self._replies.reply(session.id, group, reply_target(group[-1].item), reply.text, reply.id)
-            done.update(p.item.id for p in group)
-        return [p for p in pending if p.item.id not in done]
 
     async def _answer(
         self, key: str, session: AgentSession, pending: list[PendingItem], target: OutboundTarget
@@ -478,7 +474,7 @@ class Gateway:
         exc = turn.exception()
         if exc is None:
             self._retries.pop(key, None)
-            text, message_id = _reply_of(turn.result())
+            text, message_id = reply_of(turn.result())
             if live is None or not await self.streams.deliver(live, pending, text, message_id):
                 await self._replies.reply(session.id, pending, target, text, message_id)
             return _Outcome.DONE
@@ -564,10 +560,3 @@ class Gateway:
             text = await run_command(ctx, command)
         await self._replies.answer_command(session.id, item, text)
         _log.info("command /%s", command.name, extra={"session": session.id, "key": key})
-
-
-def _reply_of(result: TurnResult) -> tuple[str, int | None]:
-    """The text and stored message id of a turn's final answer."""
-    final = next((m for m in reversed(result.messages) if is_final_reply(m)), None)
-    text = result.final_text.strip() or EMPTY_REPLY
-    return text, (final.id if final is not None else None)

@@ -14,6 +14,14 @@ TOO_LONG = (
 )
 NO_ACCESS = "I can't reach the model right now (its API access needs attention); an admin has to fix it."
 BROKEN = "Something went wrong on my side while answering that; please try again."
+SET_ASIDE = (
+    "I couldn't process this message after several tries, so I've set it aside for an admin to look at; "
+    "your other messages are answered as usual, and you can send this one again, perhaps differently."
+)
+UNDELIVERED = (
+    "I wrote a reply but couldn't deliver it here after several tries; an admin can see it. "
+    "Ask me again if you still need it."
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from gateway.store.records import InboxRecord
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 EMPTY_TEXT = "(empty message)"
+MAX_ATTACHMENT_CHARS = 100_000
+MAX_TOTAL_CHARS = 200_000
 EDIT_MARK = "#edit@"
 
 
@@ -63,8 +65,27 @@ def edit_of(item: InboxRecord) -> str | None:
     return str(original) if original else None
 
 
-def inbox_payload(msg: InboundMessage, cleaned: CleanText) -> dict[str, Any]:
-    """The JSON stored with the inbox row: everything needed to rebuild the message later."""
+def inbox_payload(
+    msg: InboundMessage,
+    cleaned: CleanText,
+    *,
+    attachment_chars: int = MAX_ATTACHMENT_CHARS,
+    total_chars: int = MAX_TOTAL_CHARS,
+) -> dict[str, Any]:
+    """The JSON stored with the inbox row: everything needed to rebuild the message later.
+
+    Attachment text is cleaned like message text and capped, each file at ``attachment_chars``
+    and the whole message (text and files) at ``total_chars``, with a note saying what was kept;
+    the same caps on every platform, so whatever is accepted is stored whole.
+    """
+    left = max(0, total_chars - len(cleaned.text))
+    attachments: list[dict[str, Any]] = []
+    for attachment in msg.attachments:
+        data = _attachment_dict(attachment)
+        if attachment.text:
+            data, used = _capped(data, attachment.text, min(attachment_chars, left))
+            left -= used
+        attachments.append(data)
     return {
         "edit_of": msg.platform_message_id if msg.edited else None,
         "text": cleaned.text,
@@ -75,9 +96,24 @@ def inbox_payload(msg: InboundMessage, cleaned: CleanText) -> dict[str, Any]:
         "timestamp": msg.timestamp.astimezone(UTC).isoformat(),
         "edited": msg.edited,
         "reply_to_message_id": msg.reply_to_message_id,
-        "attachments": [_attachment_dict(a) for a in msg.attachments],
+        "attachments": attachments,
         "truncated_from": cleaned.original_chars if cleaned.truncated else None,
     }
+
+
+def _capped(data: dict[str, Any], text: str, room: int) -> tuple[dict[str, Any], int]:
+    """``data`` with its text cleaned and cut to ``room`` characters (noted); and the characters kept."""
+    cleaned = clean_text(text, room)
+    if not cleaned.truncated:
+        return {**data, "text": cleaned.text}, len(cleaned.text)
+    kept = len(cleaned.text)
+    note = (
+        f"kept the first {kept:,} of {cleaned.original_chars:,} characters"
+        if kept
+        else "not read: the message had reached its size limit"
+    )
+    earlier = data.get("note")
+    return {**data, "text": cleaned.text or None, "note": f"{earlier}; {note}" if earlier else note}, kept
 
 
 def _attachment_dict(a: Attachment) -> dict[str, Any]:

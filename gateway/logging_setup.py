@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -21,15 +20,13 @@ from agent.redact import REDACTED as MASK
 from agent.redact import redact
 from gateway.config import SECRET_FIELDS, Settings
 
-# A password inside a URL (database URLs): agent.redact covers keys and tokens, not this.
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+(@)")
 # Standard LogRecord attributes; anything else on a record is a structured field.
 _RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
 def redact_text(text: str) -> str:
-    """Keys, tokens and URL passwords replaced by ``[REDACTED]``."""
-    return _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", redact(text))
+    """Keys, tokens and URL passwords replaced by ``[REDACTED]`` (see :mod:`agent.redact`)."""
+    return redact(text)
 
 
 class RedactingFilter(logging.Filter):

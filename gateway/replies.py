@@ -7,17 +7,22 @@ reply is in the outbox, so a crash in between re-serves the item and finds the r
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agent.loop import TurnResult
 from agent.types import ChatMessage
 from gateway.delivery import Delivery, target_to_dict
 from gateway.platforms.base import OutboundTarget
 from gateway.store.records import InboxRecord
 from gateway.store.repository import Store
 
+_log = logging.getLogger(__name__)
+
 TYPING_EVERY_SECONDS = 4.0
+EMPTY_REPLY = "(I have nothing to add.)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,13 @@ def is_final_reply(message: ChatMessage) -> bool:
     )
 
 
+def reply_of(result: TurnResult) -> tuple[str, int | None]:
+    """The text and stored message id of a turn's final answer."""
+    final = next((m for m in reversed(result.messages) if is_final_reply(m)), None)
+    text = result.final_text.strip() or EMPTY_REPLY
+    return text, (final.id if final is not None else None)
+
+
 class Replies:
     """Writes replies and notices to the outbox and wakes delivery."""
 
@@ -86,6 +98,34 @@ class Replies:
             await self._store.inbox_mark([p.item.id], status, error=error, message_id=p.message.id)
         self._delivery.notify()
 
+    async def unanswered(self, session_id: str, addressed: list[PendingItem]) -> list[PendingItem]:
+        """``addressed`` less the items already answered (after a crash): by an outbox row, or by a final
+        assistant message in the conversation (whose reply is queued now)."""
+        pending: list[PendingItem] = []
+        for p in addressed:
+            if await self._store.outbox_for_inbox(p.item.id) is not None:
+                await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
+            else:
+                pending.append(p)
+        if not pending:
+            return []
+        by_message = {p.message.id: p for p in pending}
+        first_seq = min(p.message.seq or 0 for p in pending)
+        waiting: list[PendingItem] = []
+        answered: list[tuple[list[PendingItem], ChatMessage]] = []
+        for row in await self._store.messages_after(session_id, first_seq - 1):
+            if row.id in by_message:
+                waiting.append(by_message[row.id])
+            elif waiting and is_final_reply(row):
+                answered.append((waiting, row))
+                waiting = []
+        done: set[int] = set()
+        for group, reply in answered:
+            _log.info("reply found in the conversation; queueing it", extra={"session": session_id})
+            await self.reply(session_id, group, reply_target(group[-1].item), reply.text, reply.id)
+            done.update(p.item.id for p in group)
+        return [p for p in pending if p.item.id not in done]
+
     async def answer_command(self, session_id: str, item: InboxRecord, text: str) -> None:
         """A command's answer: it is not part of the conversation, only of the outbox."""
         await self._store.outbox_put(
@@ -101,7 +141,25 @@ class Replies:
     async def notice(self, session_id: str, target: OutboundTarget, text: str) -> None:
         """A one-line notice to the chat (not an answer to any item)."""
         await self._store.outbox_put(
-            session_id=session_id, target=target_to_dict(target), text=text, inbox_ids=[], message_id=None
+            session_id=session_id,
+            target=target_to_dict(target),
+            text=text,
+            inbox_ids=[],
+            message_id=None,
+            kind="notice",
+        )
+        self._delivery.notify()
+
+    async def set_aside(self, item: InboxRecord, text: str) -> None:
+        """Tell the sender once that their message was given up on (it stays failed in the inbox)."""
+        current = await self._store.current_session(item.session_key)
+        await self._store.outbox_put(
+            session_id=current.id if current is not None else None,
+            target=target_to_dict(reply_target(item)),
+            text=text,
+            inbox_ids=[item.id],
+            message_id=None,
+            kind="failure_notice",
         )
         self._delivery.notify()
 

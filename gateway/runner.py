@@ -191,7 +191,14 @@ class Service:
             tools=tools,
             prices=prices,
         )
-        delivery = Delivery(store, {adapter.name: adapter for adapter in adapters})
+        delivery = Delivery(
+            store,
+            {adapter.name: adapter for adapter in adapters},
+            max_attempts=settings.delivery.outbox_max_attempts,
+            base_delay=settings.delivery.retry_base_seconds,
+            max_delay=settings.delivery.retry_max_seconds,
+            max_parts=settings.delivery.max_reply_parts,
+        )
         directory = SessionDirectory(
             store,
             settings.sessions,

@@ -59,4 +59,6 @@ def normalize_memory_path(raw: str) -> str:
     normalized = "/" + normalized.lstrip("/")
     if normalized != ROOT and not normalized.startswith(ROOT + "/"):
         raise ToolError(f"path {raw!r} is refused: it is outside {ROOT}")
+    if len(normalized) > MAX_PATH_CHARS:  # NFKC can lengthen a path many times over
+        raise ToolError(f"path is longer than {MAX_PATH_CHARS} characters once normalized")
     return normalized

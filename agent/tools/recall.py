@@ -10,6 +10,7 @@ from agent.types import ChatMessage
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
+MAX_OFFSET = 1_000_000_000
 
 
 MAX_MEDIA = 3  # images or PDFs returned by one recall, to keep one result within request limits
@@ -28,7 +29,12 @@ RECALL_SCHEMA: JSONObject = {
         "compaction_id": {"type": "string", "description": "Only messages this compaction archived."},
         "from_id": {"type": "integer", "minimum": 0, "description": "First message id (inclusive)."},
         "to_id": {"type": "integer", "minimum": 0, "description": "Last message id (inclusive)."},
-        "offset": {"type": "integer", "minimum": 0, "description": "Where to start (next_offset)."},
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MAX_OFFSET,
+            "description": "Where to start (next_offset).",
+        },
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Page size."},
     },
     "required": [],

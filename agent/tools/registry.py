@@ -52,8 +52,8 @@ class ToolRegistry:
     async def dispatch(self, ctx: ToolContext, name: str, tool_input: Any) -> ToolOutput:
         """Run tool ``name``; unknown tools, bad input and :class:`ToolError` become error results.
 
-        Any other exception is a bug in the tool and propagates (the loop keeps the
-        transcript valid before re-raising).
+        Any other exception is a bug in the tool and propagates; the loop turns it into an
+        error result, so the turn goes on.
         """
         tool = self._tools.get(name)
         if tool is None:

@@ -3,11 +3,16 @@
 Covers what tool schemas use: object properties, ``required``, ``type`` (one or a list),
 ``enum``, array ``items``, integer ``minimum``/``maximum`` and ``additionalProperties:
 false``. Unknown keys are otherwise ignored, as the model sometimes adds harmless ones.
+
+Beyond the schema, every value must be storable: integers fit in 64 bits (the database's
+widest), and strings hold neither a NUL nor a lone surrogate (neither can be stored as text).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -42,12 +47,18 @@ def validate_input(schema: dict[str, Any], value: Any, where: str = "input") -> 
     if "enum" in schema and value not in schema["enum"]:
         options = ", ".join(repr(v) for v in schema["enum"])
         problems.append(f"{where}: must be one of {options}, got {value!r}")
+    if isinstance(value, str):
+        problems.extend(_string_problems(value, where))
     if isinstance(value, int) and not isinstance(value, bool):
+        if not INT64_MIN <= value <= INT64_MAX:
+            return [f"{where}: {value} is out of range (at most a 64-bit integer)"]
         if "minimum" in schema and value < schema["minimum"]:
             problems.append(f"{where}: must be >= {schema['minimum']}, got {value}")
         if "maximum" in schema and value > schema["maximum"]:
             problems.append(f"{where}: must be <= {schema['maximum']}, got {value}")
     if isinstance(value, dict):
+        for key in value:
+            problems.extend(_string_problems(str(key), f"{where} key"))
         properties: dict[str, Any] = schema.get("properties", {})
         for key in schema.get("required", []):
             if key not in value:
@@ -66,3 +77,13 @@ def validate_input(schema: dict[str, Any], value: Any, where: str = "input") -> 
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             problems.append(f"{where}: takes at most {schema['maxItems']} items")
     return problems
+
+
+def _string_problems(value: str, where: str) -> list[str]:
+    if "\x00" in value:
+        return [f"{where}: refused, it contains a NUL character (which cannot be stored)"]
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return [f"{where}: refused, it contains a lone surrogate (invalid Unicode); send well-formed text"]
+    return []

@@ -9,6 +9,7 @@ from agent.types import SearchFilters, SearchHit, snippet_parts
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
+MAX_OFFSET = 1_000_000_000
 
 
 def _hit_line(hit: SearchHit) -> str:
@@ -27,7 +28,12 @@ SEARCH_SCHEMA: JSONObject = {
     "properties": {
         "query": {"type": "string", "description": "What to look for."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Matches to return."},
-        "offset": {"type": "integer", "minimum": 0, "description": "Skip this many matches (paging)."},
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MAX_OFFSET,
+            "description": "Skip this many matches (paging).",
+        },
     },
     "required": ["query"],
 }

@@ -191,8 +191,8 @@ def api_router(store: Store) -> APIRouter:
             chat_id=chat,
             session_id=session,
             user_id=user,
-            since=utc(since),
-            until=utc(until),
+            since=utc_time(since, "since"),
+            until=utc_time(until, "until"),
             state=state,
         )
         return await hits_json(store, await store.search(q, filters, limit=limit, offset=offset, sort=sort))

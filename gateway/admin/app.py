@@ -22,9 +22,10 @@ from gateway.admin.actions import AdminActions, Unavailable
 from gateway.admin.api import api_router
 from gateway.admin.api_actions import actions_api_router, export_router
 from gateway.admin.api_usage import usage_router
+from gateway.admin.dead_letters import dead_letter_router
 from gateway.admin.errors import BadRequest, Conflict
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
-from gateway.admin.middleware import AccessLog, AdminAuth
+from gateway.admin.middleware import AccessLog, AdminAuth, FailedLogins, check_admin_token
 from gateway.admin.page import esc, layout
 from gateway.admin.scheduler_api import scheduler_metrics, scheduler_router
 from gateway.admin.views import html, page_router
@@ -84,11 +85,13 @@ def create_app(
     token: str,
     engine: ContextEngine | None = None,
     context_window: Callable[[str], int] | None = None,
+    failed_logins: FailedLogins | None = None,
 ) -> FastAPI:
-    """The admin app over ``store``; every route but ``/healthz`` needs ``token``.
+    """The admin app over ``store``; every route but ``/healthz`` needs ``token`` (ConfigError when weak).
 
     ``engine`` and ``context_window`` (a model's window) let it compact sessions on request.
     """
+    token = check_admin_token(token)
     app = FastAPI(title="Hygieia admin", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     metrics = AdminMetrics()
 
@@ -108,6 +111,7 @@ def create_app(
     app.include_router(export_router(store))
     app.include_router(usage_router(store))
     app.include_router(scheduler_router(store))
+    app.include_router(dead_letter_router(store))
     app.include_router(page_router(store))
     app.include_router(actions_router(actions))
     app.include_router(usage_page_router(store))
@@ -115,6 +119,6 @@ def create_app(
     app.add_exception_handler(SQLAlchemyError, error_response)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, bad_request)
-    app.add_middleware(AdminAuth, token=token)
+    app.add_middleware(AdminAuth, token=token, failed_logins=failed_logins)
     app.add_middleware(AccessLog)  # outermost: logs 401s too
     return app

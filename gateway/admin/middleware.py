@@ -5,6 +5,12 @@ default. A program sends ``Authorization: Bearer <token>``. A browser opens any 
 with ``?token=<token>``: it gets an HttpOnly, SameSite=Strict cookie and a redirect to the
 same URL without the token (so it leaves the address bar and the history). The cookie
 holds an HMAC of the token, never the token itself; changing the token logs everyone out.
+
+The token must have at least :data:`MIN_TOKEN_CHARS` characters. A client address that
+presents a wrong token (header, cookie or login link) :data:`MAX_FAILURES` times within
+:data:`FAILURE_WINDOW_SECONDS` gets 429 for every request until the oldest failure ages out,
+the right token included (else guessing would go on at full speed); each failure is logged.
+Behind a reverse proxy on the same host, uvicorn takes the address from X-Forwarded-For.
 """
 
 from __future__ import annotations
@@ -13,17 +19,81 @@ import hashlib
 import hmac
 import logging
 import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
 
 from starlette.datastructures import URL
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent.errors import ConfigError
+
 _log = logging.getLogger(__name__)
 
 COOKIE = "hygieia_admin"
 OPEN_PATHS = frozenset({"/healthz"})
 _COOKIE_CONTEXT = b"hygieia admin cookie v1"
+MIN_TOKEN_CHARS = 16
+MAX_FAILURES = 10
+FAILURE_WINDOW_SECONDS = 60.0
+MAX_TRACKED_ADDRESSES = 10_000
+
+
+def check_admin_token(token: str | None) -> str:
+    """The admin token without spaces at its ends; a one-line ConfigError when missing or weak."""
+    value = (token or "").strip()
+    if not token:
+        raise ConfigError("HYGIEIA_ADMIN_TOKEN is not set: the admin API refuses to start without it")
+    if len(value) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"HYGIEIA_ADMIN_TOKEN is too short ({len(value)} characters besides spaces): use at least "
+            f"{MIN_TOKEN_CHARS}, "
+            "for example: python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    return value
+
+
+class FailedLogins:
+    """Failed authentications per client address over a sliding window (bounded memory)."""
+
+    def __init__(
+        self,
+        *,
+        max_failures: int = MAX_FAILURES,
+        window_seconds: float = FAILURE_WINDOW_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_failures = max_failures
+        self.window = window_seconds
+        self._clock = clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def _recent(self, address: str) -> deque[float]:
+        times = self._failures.get(address, deque())
+        horizon = self._clock() - self.window
+        while times and times[0] <= horizon:
+            times.popleft()
+        if not times:
+            self._failures.pop(address, None)
+        return times
+
+    def retry_after(self, address: str) -> float | None:
+        """Seconds until ``address`` may try again; None when it is not throttled."""
+        times = self._recent(address)
+        if len(times) < self.max_failures:
+            return None
+        return max(1.0, times[-self.max_failures] + self.window - self._clock())
+
+    def record(self, address: str) -> int:
+        """Count one failure; returns how many ``address`` has in the window."""
+        times = self._recent(address)
+        times.append(self._clock())
+        self._failures[address] = times
+        self._failures.move_to_end(address)
+        while len(self._failures) > MAX_TRACKED_ADDRESSES:
+            self._failures.popitem(last=False)
+        return len(times)
 
 
 def cookie_value(token: str) -> str:
@@ -44,6 +114,19 @@ def _unauthorized(reason: str) -> Response:
     )
 
 
+def _throttled(wait: float) -> Response:
+    return JSONResponse(
+        {"error": f"too many failed attempts from your address: try again in {wait:.0f} s"},
+        status_code=429,
+        headers={"Retry-After": str(int(wait + 0.999))},
+    )
+
+
+def _address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
 def _clean_location(url: URL) -> str:
     """The same path and query without ``token``; relative, and never ``//host`` (no open redirect)."""
     clean = url.remove_query_params("token")
@@ -54,26 +137,39 @@ def _clean_location(url: URL) -> str:
 class AdminAuth:
     """Lets a request through only with the admin token (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, token: str) -> None:
-        if not token:
-            raise ValueError("the admin token must not be empty")
+    def __init__(self, app: ASGIApp, *, token: str, failed_logins: FailedLogins | None = None) -> None:
         self.app = app
-        self._token = token
-        self._cookie = cookie_value(token)
+        self._token = check_admin_token(token)
+        self._cookie = cookie_value(self._token)
+        self._failed = failed_logins if failed_logins is not None else FailedLogins()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
+        address = _address(scope)
+        wait = self._failed.retry_after(address)
+        if wait is not None:
+            await _throttled(wait)(scope, receive, send)
+            return
         request = Request(scope)
         login = request.query_params.get("token")
         if login is not None and request.method == "GET" and not scope["path"].startswith("/api/"):
-            await self._login(request, login)(scope, receive, send)
+            await self._login(request, login, address)(scope, receive, send)
             return
         if self._authorized(request):
             await self.app(scope, receive, send)
             return
+        if request.headers.get("authorization") or COOKIE in request.cookies:
+            self._failure(address)
         await _unauthorized("missing or wrong admin token")(scope, receive, send)
+
+    def _failure(self, address: str) -> None:
+        count = self._failed.record(address)
+        window = self._failed.window
+        _log.warning("failed admin authentication from %s (%d in the last %.0fs)", address, count, window)
+        if count == self._failed.max_failures:
+            _log.warning("throttling %s: %d failed attempts in %.0fs, answering 429", address, count, window)
 
     def _authorized(self, request: Request) -> bool:
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
@@ -82,8 +178,9 @@ class AdminAuth:
         cookie = request.cookies.get(COOKIE)
         return cookie is not None and _same(cookie, self._cookie)
 
-    def _login(self, request: Request, given: str) -> Response:
+    def _login(self, request: Request, given: str, address: str) -> Response:
         if not _same(given, self._token):
+            self._failure(address)
             return _unauthorized("wrong admin token in ?token=")
         response = RedirectResponse(_clean_location(request.url), status_code=303)
         response.set_cookie(COOKIE, self._cookie, httponly=True, samesite="strict", path="/")

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp
 from agent.compressor import ContextCompressor
 from agent.errors import ConfigError, HygieiaError
 from gateway.admin.app import create_app
+from gateway.admin.middleware import check_admin_token
 from gateway.config import Settings
 from gateway.runner import build_provider, context_window_for
 from gateway.store.db import Database
@@ -124,9 +125,7 @@ class AdminServer:
 
 async def serve_admin(settings: Settings, *, host: str, port: int) -> int:
     """``hygieia admin serve``: serve until SIGINT/SIGTERM, then stop gracefully; the exit code."""
-    token = settings.admin_token.get_secret_value() if settings.admin_token else ""
-    if not token:
-        raise ConfigError("HYGIEIA_ADMIN_TOKEN is not set: the admin API refuses to start without it")
+    token = check_admin_token(settings.admin_token.get_secret_value() if settings.admin_token else None)
     db = Database(settings.resolved_database_url)
     await db.connect()
     store = Store(db)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 
@@ -281,7 +282,9 @@ class DiscordAdapter(PlatformAdapter):
 
     async def _convert(self, message: discord.Message, edited: bool) -> InboundMessage | None:
         # While stopping (client closed) the queue drains without downloading attachments.
-        limits = self._limits if self._client is not None else ReadLimits(self._limits.max_text_bytes, False)
+        limits = (
+            self._limits if self._client is not None else dataclasses.replace(self._limits, download=False)
+        )
         try:
             return await to_inbound(
                 message, bot_id=self._bot_id, ambient=self._settings.ambient, edited=edited, limits=limits

@@ -11,6 +11,7 @@ import aiohttp
 import discord
 
 from gateway.platforms.base import Attachment, ChatType, InboundMessage
+from gateway.platforms.text_files import MAX_DOWNLOAD_BYTES, MAX_TEXT_BYTES, decode_capped, looks_binary
 
 _log = logging.getLogger(__name__)
 
@@ -27,10 +28,12 @@ _TEXT_SUFFIXES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
-    """Text attachments up to ``max_text_bytes`` are read into the message; larger ones are noted."""
+    """``max_text_bytes`` of a text attachment are kept (as on Telegram); files above
+    ``max_download_bytes`` are not fetched."""
 
-    max_text_bytes: int = 200_000
+    max_text_bytes: int = MAX_TEXT_BYTES
     download: bool = True
+    max_download_bytes: int = MAX_DOWNLOAD_BYTES
 
 
 def where(message: discord.Message) -> tuple[ChatType, str, str | None]:
@@ -149,7 +152,7 @@ async def _attachment(item: discord.Attachment, limits: ReadLimits) -> Attachmen
         return base
     if not is_text_like(base.mime_type, base.file_name):
         return base  # pictures and PDFs are read when the message joins the conversation
-    if item.size > limits.max_text_bytes:
+    if item.size > max(limits.max_download_bytes, limits.max_text_bytes):
         return replace(base, note=f"too large to read ({item.size:,} bytes)")
     if not limits.download:
         return replace(base, note="not read (the adapter is stopping)")
@@ -158,6 +161,7 @@ async def _attachment(item: discord.Attachment, limits: ReadLimits) -> Attachmen
     except (discord.HTTPException, aiohttp.ClientError) as exc:
         _log.warning("discord: could not download attachment %s: %s", item.id, exc)
         return replace(base, note=f"could not be downloaded ({exc})")
-    if b"\x00" in data[:8192]:
+    if looks_binary(data):
         return replace(base, note="binary content, not read")
-    return replace(base, text=data[: limits.max_text_bytes].decode("utf-8-sig", errors="replace"))
+    text, note = decode_capped(data, limits.max_text_bytes)
+    return replace(base, text=text, note=note)

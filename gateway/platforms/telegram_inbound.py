@@ -17,6 +17,7 @@ from telegram import Bot, Document, Message, MessageEntity, Update
 from telegram.error import TelegramError
 
 from gateway.platforms.base import Attachment, ChatType, InboundMessage
+from gateway.platforms.text_files import MAX_DOWNLOAD_BYTES, MAX_TEXT_BYTES, decode_capped, looks_binary
 
 _log = logging.getLogger(__name__)
 
@@ -65,8 +66,8 @@ class BotIdentity:
 class DownloadLimits:
     """``max_text_bytes`` of a text document are kept; files above ``max_download_bytes`` are not fetched."""
 
-    max_text_bytes: int = 200_000
-    max_download_bytes: int = 5_000_000
+    max_text_bytes: int = MAX_TEXT_BYTES
+    max_download_bytes: int = MAX_DOWNLOAD_BYTES
 
 
 async def to_inbound(
@@ -153,14 +154,14 @@ def _addressing(text: str, entities: tuple[MessageEntity, ...], me: BotIdentity)
     Mentions by @username or text_mention and commands (``/cmd`` or ``/cmd@us``) address us;
     a command for another bot (``/cmd@other``) does not. Entity offsets are UTF-16 units.
     """
-    units = text.encode("utf-16-le")
+    units = text.encode("utf-16-le", "surrogatepass")
     handle = "@" + me.username.lower()
     addressed = False
     foreign_command = False
     cuts: list[tuple[int, int]] = []
     for entity in entities:
         start, end = entity.offset, entity.offset + entity.length
-        value = units[start * 2 : end * 2].decode("utf-16-le", errors="replace")
+        value = units[start * 2 : end * 2].decode("utf-16-le", "surrogatepass")
         if (entity.type == MessageEntity.MENTION and value.lower() == handle) or (
             entity.type == MessageEntity.TEXT_MENTION and entity.user is not None and entity.user.id == me.id
         ):
@@ -181,7 +182,7 @@ def _addressing(text: str, entities: tuple[MessageEntity, ...], me: BotIdentity)
 
 
 def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _fallback_addressing(text: str, me: BotIdentity) -> tuple[bool, bool, list[tuple[int, int]]]:
@@ -207,13 +208,13 @@ def _fallback_addressing(text: str, me: BotIdentity) -> tuple[bool, bool, list[t
 def _cut(units: bytes, cuts: list[tuple[int, int]]) -> str:
     """Remove UTF-16 ranges from the text and tidy the whitespace and punctuation they leave."""
     if not cuts:
-        return units.decode("utf-16-le", errors="replace")
+        return units.decode("utf-16-le", "surrogatepass")
     pieces: list[str] = []
     pos = 0
     for start, end in sorted(cuts):
-        pieces.append(units[pos * 2 : start * 2].decode("utf-16-le", errors="replace"))
+        pieces.append(units[pos * 2 : start * 2].decode("utf-16-le", "surrogatepass"))
         pos = max(pos, end)
-    pieces.append(units[pos * 2 :].decode("utf-16-le", errors="replace"))
+    pieces.append(units[pos * 2 :].decode("utf-16-le", "surrogatepass"))
     out = pieces[0]
     for piece in pieces[1:]:
         if not out.strip():
@@ -285,21 +286,10 @@ async def _document(doc: Document, bot: Bot, limits: DownloadLimits) -> Attachme
     except TelegramError as exc:
         _log.warning("could not download document %s: %s", doc.file_id, exc)
         return replace(base, note=f"could not be downloaded ({exc})")
-    if b"\x00" in data[:8192]:
+    if looks_binary(data):
         return replace(base, note="binary content, not read")
-    text, note = _decode_capped(data, limits.max_text_bytes)
+    text, note = decode_capped(data, limits.max_text_bytes)
     return replace(base, text=text, note=note)
-
-
-def _decode_capped(data: bytes, cap: int) -> tuple[str, str | None]:
-    """The text of ``data`` up to ``cap`` bytes, and a note saying how much was kept when cut."""
-    if len(data) <= cap:
-        return data.decode("utf-8-sig", errors="replace"), None
-    cut = cap
-    while cut > 0 and (data[cut] & 0xC0) == 0x80:  # do not cut inside a UTF-8 sequence
-        cut -= 1
-    text = data[:cut].decode("utf-8-sig", errors="replace")
-    return text, f"kept the first {cut:,} of {len(data):,} bytes"
 
 
 def _seconds(obj: object, attribute: str) -> int:

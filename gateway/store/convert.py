@@ -12,6 +12,7 @@ from gateway.store.models import SessionRow
 from gateway.store.records import (
     InboxRecord,
     InboxStatus,
+    OutboxKind,
     OutboxRecord,
     OutboxStatus,
     SessionInfo,
@@ -106,6 +107,7 @@ def to_outbox(row: Row) -> OutboxRecord:
         sent_at=row["sent_at"],
         message_id=row["message_id"],
         inbox_ids=[int(x) for x in row["inbox_ids"] or []],
+        kind=cast(OutboxKind, row["kind"]),
     )
 
 

@@ -230,10 +230,12 @@ class OutboxRow(Base):
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     message_id: Mapped[int | None] = mapped_column(BigId)
     inbox_ids: Mapped[list[int] | None] = mapped_column(Json)
+    kind: Mapped[str] = mapped_column(String(16), server_default=sql_text("'reply'"))
 
     __table_args__ = (
         Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
         CheckConstraint("status IN ('pending', 'sent', 'failed')", name="status"),
+        CheckConstraint("kind IN ('reply', 'notice', 'failure_notice')", name="kind"),
     )
 
 

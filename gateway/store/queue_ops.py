@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,13 +15,17 @@ from gateway.store.base import CONFLICT_RETRIES, Repo, chunks
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_inbox, to_outbox
 from gateway.store.models import inbox, outbox
-from gateway.store.records import InboxRecord, OutboxRecord
+from gateway.store.records import InboxRecord, OutboxKind, OutboxRecord
 
 
 def _claimable(now: datetime) -> ColumnElement[bool]:
-    """Pending, or taken by a worker whose lease ran out (it died or hung)."""
+    """Pending (and not waiting out a retry delay), or taken by a worker whose lease ran out.
+
+    On a pending item ``lease_until`` is the time before which it is not tried again (set
+    when serving it failed); a new item has none.
+    """
     return or_(
-        inbox.c.status == "pending",
+        and_(inbox.c.status == "pending", or_(inbox.c.lease_until.is_(None), inbox.c.lease_until <= now)),
         and_(inbox.c.status == "processing", inbox.c.lease_until < now),
     )
 
@@ -153,14 +157,55 @@ class QueueOps(Repo):
 
     async def inbox_release(self, *, worker: str) -> int:
         """Hand back the items ``worker`` still holds (it is stopping): pending again at once, not
-        after the lease runs out. Returns how many."""
+        after the lease runs out, and the claim does not count as an attempt. Returns how many."""
         async with self._tx() as s:
             result = await s.execute(
                 update(inbox)
                 .where(inbox.c.status == "processing", inbox.c.lease_owner == worker)
-                .values(status="pending", lease_owner=None, lease_until=None)
+                .values(
+                    status="pending",
+                    lease_owner=None,
+                    lease_until=None,
+                    attempts=case((inbox.c.attempts > 0, inbox.c.attempts - 1), else_=0),
+                )
             )
             return int(getattr(result, "rowcount", 0) or 0)
+
+    async def inbox_fail(
+        self, ids: Sequence[int], *, worker: str, error: str, max_attempts: int, retry_at: datetime
+    ) -> list[InboxRecord]:
+        """Serving these items failed. Those still held by ``worker`` are tried again from
+        ``retry_at``, or, once claimed ``max_attempts`` times, marked failed (dead letters).
+        Returns the items given up on."""
+        held = and_(inbox.c.id.in_(list(ids)), inbox.c.status == "processing", inbox.c.lease_owner == worker)
+        error = clean_text(error)
+        async with self._tx() as s:
+            rows = (await s.execute(select(inbox).where(held).order_by(inbox.c.id))).mappings()
+            records = [to_inbox(r) for r in rows]
+            dead = [r.id for r in records if r.attempts >= max_attempts]
+            retry = [r.id for r in records if r.attempts < max_attempts]
+            if dead:
+                await s.execute(
+                    update(inbox)
+                    .where(inbox.c.id.in_(dead))
+                    .values(status="failed", error=error, processed_at=utcnow(), lease_until=None)
+                )
+            if retry:
+                await s.execute(
+                    update(inbox)
+                    .where(inbox.c.id.in_(retry))
+                    .values(status="pending", error=error, lease_owner=None, lease_until=retry_at)
+                )
+            return [r for r in records if r.id in dead]
+
+    async def inbox_next_retry(self, session_key: str) -> datetime | None:
+        """When the session's next item waiting out a retry delay is due (None: no such item)."""
+        stmt = select(func.min(inbox.c.lease_until)).where(
+            inbox.c.session_key == session_key, inbox.c.status == "pending", inbox.c.lease_until.is_not(None)
+        )
+        async with self._tx(write=False) as s:
+            due: datetime | None = await s.scalar(stmt)
+            return due
 
     async def inbox_get(self, inbox_id: int) -> InboxRecord:
         async with self._tx(write=False) as s:
@@ -188,6 +233,7 @@ class QueueOps(Repo):
         text: str,
         inbox_ids: list[int],
         message_id: int | None,
+        kind: OutboxKind = "reply",
     ) -> int:
         now = utcnow()
         async with self._tx() as s:
@@ -204,6 +250,7 @@ class QueueOps(Repo):
                     created_at=now,
                     message_id=message_id,
                     inbox_ids=list(inbox_ids),
+                    kind=kind,
                 )
                 .returning(outbox.c.id)
             )

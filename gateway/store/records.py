@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 InboxStatus = Literal["pending", "processing", "done", "failed", "ignored"]
 OutboxStatus = Literal["pending", "sent", "failed"]
+OutboxKind = Literal["reply", "notice", "failure_notice"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,21 @@ class OutboxRecord:
     sent_at: datetime | None
     message_id: int | None
     inbox_ids: list[int]
+    kind: OutboxKind = "reply"
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A received message or a reply given up on (``status = 'failed'``), with its error."""
+
+    source: Literal["inbox", "outbox"]
+    id: int
+    at: datetime
+    attempts: int
+    error: str | None
+    text: str
+    platform: str
+    chat_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
 from gateway.store.audit_ops import AuditOps
 from gateway.store.compaction_ops import CompactionOps
+from gateway.store.dead_letter_ops import DeadLetterOps
 from gateway.store.erase_ops import EraseOps
 from gateway.store.export_ops import ExportOps
 from gateway.store.find_ops import FindOps
@@ -46,6 +47,7 @@ class Store(
     TaskOps,
     UpkeepOps,
     RetentionOps,
+    DeadLetterOps,
     StreamOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""

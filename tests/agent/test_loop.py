@@ -139,19 +139,20 @@ async def test_real_usage_over_the_threshold_after_a_tool_round_compacts() -> No
         await r.assert_valid()
 
 
-async def test_a_tool_that_crashes_leaves_a_valid_stored_transcript() -> None:
+async def test_a_tool_that_crashes_becomes_an_error_result_and_the_turn_goes_on() -> None:
     async def explode(ctx: ToolContext, tool_input: dict[str, Any]) -> str:
         raise RuntimeError("disk on fire")
 
     tools = registry_with(FunctionTool("explode", "Fails.", {"type": "object"}, explode))
     async with rig(tools=tools) as r:
-        r.script.add(tool_use_reply("explode", {}))
-        with pytest.raises(RuntimeError):
-            await r.turn("try it")
+        r.script.add(tool_use_reply("explode", {}), text_reply("that tool is broken, sorry"))
+        result = await r.turn("try it")
+        assert result.final_text == "that tool is broken, sorry"
         stored = await r.stored()
-        assert [m.role for m in stored] == ["user", "assistant", "user"]
-        (block,) = results_of(stored[-1])
+        assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
+        (block,) = results_of(stored[2])
         assert block["is_error"] and "RuntimeError" in block["content"]
+        assert "disk on fire" not in block["content"]  # the model reads what failed, not internals
         await r.assert_valid()
 
 

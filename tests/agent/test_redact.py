@@ -1,29 +1,227 @@
-"""Secrets never survive redaction, wherever they sit in a line."""
+"""Secrets never survive redaction, wherever they sit in a line: a table of the shapes seen in the wild,
+applied to log records and to what the summarizer writes."""
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+import time
+from collections.abc import Callable
+
 import pytest
 
-from agent.redact import redact
+from agent.compaction import compact
+from agent.compressor import ContextCompressor
+from agent.redact import REDACTED, redact
+from agent.types import AgentSession
+from gateway.logging_setup import JsonFormatter, RedactingFilter
+from tests.agent.conftest import CANNED_SUMMARY, ScriptedSummarizer, conversation, persist
+from tests.fakes.memory_store import InMemoryStore
 
 TELEGRAM = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
+PEM_BODY = "MIIEowIBAAKCAQEA7bq3g4Jk1mN0pQ2rS5tU8vW9xY0zA1bC2dE3fG4hI5jK6lM7nO8pQ9rS0tU1vW2x"
+
+# (name, text as it appears, the secret part that must disappear)
+SHAPES: list[tuple[str, str, str]] = [
+    (
+        "anthropic key",
+        "key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+    ),
+    (
+        "openai project key",
+        "OPENAI sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+    ),
+    ("stripe live key", "charge with sk_live_51HqLyjWDarjtT1zdp7dcXsK0nR3q", "51HqLyjWDarjtT1zdp7dcXsK0nR3q"),
+    ("stripe test key", "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("stripe restricted key", "rk_live_51HqLyjWDarjtT1zdp7dcXsK", "51HqLyjWDarjtT1zdp7dcXsK"),
+    ("stripe webhook secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLSgH", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLSgH"),
+    (
+        "google api key",
+        "maps AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe here",
+        "SyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe",
+    ),
+    ("google oauth secret", "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", "1r0aNcG8gddWyEgR6RWaAiJKr2SW"),
+    ("google access token", "ya29.a0AfH6SMBx3Jk9lQe4-Tz8vWq1Ys5Rn", "a0AfH6SMBx3Jk9lQe4-Tz8vWq1Ys5Rn"),
+    (
+        "github classic token",
+        "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",
+        "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx",
+    ),
+    (
+        "github oauth token",
+        "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+        "16C7e42F292c6912E7710c838347Ae178B4a",
+    ),
+    (
+        "github fine-grained",
+        "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEF0123456789abcdefghijklmnop",
+        "11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEF0123456789",
+    ),
+    ("gitlab token", "glpat-xxxxXXXX1234yyyyZZZZ", "xxxxXXXX1234yyyyZZZZ"),
+    ("slack bot token", "xoxb-2634512345-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("slack user token", "xoxp-2634512345-2634512345-1234567890123-0123456789abcdef", "0123456789abcdef"),
+    ("slack app token", "xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef", "abcdef0123456789abcdef"),
+    (
+        "slack webhook",
+        "https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/AbCdEfGhIjKlMnOpQrStUvWx",
+        "AbCdEfGhIjKlMnOpQrStUvWx",
+    ),
+    ("aws access key id", "AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+    ("aws secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    ("aws secret in json", '{"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCY"}', "wJalrXUtnFEMI"),
+    (
+        "rsa private key",
+        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----",
+        PEM_BODY,
+    ),
+    (
+        "openssh private key",
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_BODY}\n-----END OPENSSH PRIVATE KEY-----",
+        PEM_BODY,
+    ),
+    ("pkcs8 key cut short", f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}", PEM_BODY),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    (
+        "telegram bot token",
+        f"POST http://127.0.0.1:8081/bot{TELEGRAM}/getUpdates",
+        "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
+    ),
+    (
+        "discord bot token",
+        "MTA4NjQyNjg5NDg0NTk4NzczMg.GZx1aB.abcdefghijklmnopqrstuvwxyz0123456789AB",
+        "abcdefghijklmnopqrstuvwxyz0123456789AB",
+    ),
+    (
+        "discord webhook",
+        "https://discord.com/api/webhooks/1234567890/AbC-dEf_GhIjKlMnOpQrStUvWxYz0123456789abcdefghij",
+        "AbC-dEf_GhIjKlMnOpQrStUvWxYz0123456789abcdefghij",
+    ),
+    ("json token pair", 'config {"token": "tk-9f8e7d6c5b4a39281706"}', "tk-9f8e7d6c5b4a39281706"),
+    ("json api_key pair", '{"api_key":"a1b2c3d4e5f6g7h8i9j0"}', "a1b2c3d4e5f6g7h8i9j0"),
+    ("json password pair", '{"user": "ann", "password": "correct horse battery"}', "correct horse battery"),
+    ("json client secret", '"client_secret": "Zx9Yw8Xv7Wu6Vt5Us4"', "Zx9Yw8Xv7Wu6Vt5Us4"),
+    ("env line", "TELEGRAM_BOT_TOKEN=987654:ZyXwVuTsRqPoNmLkJiHgFeDcBa", "ZyXwVuTsRqPoNmLkJiHgFeDcBa"),
+    ("yaml admin token", "admin_token: s3cr3t-admin-value-42", "s3cr3t-admin-value-42"),
+    ("query string", "GET /callback?code=1&access_token=Qw3rTy7UiOp9AsDf&x=2", "Qw3rTy7UiOp9AsDf"),
+    ("bearer header", "Authorization: Bearer abcdefghijklmnop.qrstuvwxyz", "abcdefghijklmnop.qrstuvwxyz"),
+    ("basic header", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw=="),
+    ("x-api-key header", "x-api-key: 0f1e2d3c4b5a69788796a5b4", "0f1e2d3c4b5a69788796a5b4"),
+    ("url password", "postgresql+psycopg://app:hunter2secret@db:5432/h", "hunter2secret"),
+    ("huggingface token", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
+    ("npm token", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    (
+        "sendgrid key",
+        "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",
+        "TwL2iGABf9DHoTf",
+    ),
+    ("pypi token", "pypi-AgEIcHlwaS5vcmcCJGE4ZjM2NTk3LTY5ZjUtNDk", "AgEIcHlwaS5vcmcCJGE4ZjM2NTk3LTY5ZjUtNDk"),
+    (
+        "digitalocean token",
+        "dop_v1_4f6e9a2b8c1d7e3f5a9b2c8d1e7f3a5b9c2d8e1f7a3b5c9d2e8f1a7b3c5d9e2f",
+        "4f6e9a2b8c1d7e3f5a9b2c8d1e7f3a5b9c2d8e1f7a3b5c9d2e8f1a7b3c5d9e2f",
+    ),
+    (
+        "azure account key",
+        "AccountName=x;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsu==;",
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsu",
+    ),
+]
+IDS = [name for name, _, _ in SHAPES]
+
+
+def test_the_table_has_at_least_thirty_shapes() -> None:
+    assert len(SHAPES) >= 30
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), SHAPES, ids=IDS)
+def test_a_secret_is_redacted(name: str, text: str, secret: str) -> None:
+    cleaned = redact(text)
+    assert secret not in cleaned, cleaned
+    assert REDACTED in cleaned
+
+
+@pytest.mark.parametrize(("name", "text", "secret"), SHAPES, ids=IDS)
+def test_a_secret_never_reaches_a_log_line(name: str, text: str, secret: str) -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(RedactingFilter())
+    log = logging.getLogger(f"test.redact.{name}")
+    log.propagate = False
+    log.addHandler(handler)
+    try:
+        log.warning("saw %s", text, extra={"detail": text})
+        try:
+            raise RuntimeError(text)
+        except RuntimeError:
+            log.exception("failed")
+    finally:
+        log.removeHandler(handler)
+    output = stream.getvalue()
+    assert secret not in output
+    assert all(json.loads(line) for line in output.splitlines())
 
 
 @pytest.mark.parametrize(
     "line",
     [
-        f"HTTP Request: POST http://127.0.0.1:8081/bot{TELEGRAM}/getUpdates",
-        f"token={TELEGRAM}",
-        "key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
-        "Authorization: Bearer abcdefghijklmnop.qrstuvwxyz",
+        "session 42 at 12:30 used 1234 tokens",
+        '{"input_tokens": 1200, "max_tokens": 4096, "output_tokens": 17}',
+        "the token count was 5 and the exact_token_counting flag is on",
+        "see https://example.com/docs/a-b-c?page=2 for the steps",
+        "call me at 555-1234, room 12B",
+        "a SHA like 3f786850e387550fdab836ed7e6dc881de23001b stays",
     ],
 )
-def test_a_secret_inside_a_line_is_redacted(line: str) -> None:
-    cleaned = redact(line)
-    assert "[REDACTED]" in cleaned
-    assert TELEGRAM not in cleaned and "abcdefghijklmnopqrstuvwxyz0123456789" not in cleaned
-
-
-def test_ordinary_numbers_and_times_are_kept() -> None:
-    line = "session 42 at 12:30 used 1234 tokens"
+def test_ordinary_text_is_kept(line: str) -> None:
     assert redact(line) == line
+
+
+def best_of_three(run: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "a_",
+        "ab-",
+        'token:"',
+        "password=",
+        "://a:",
+        "-----BEGIN PRIVATE KEY-----",
+        "1" * 12 + ":",
+        "eyJ" + "a" * 9 + ".",
+    ],
+)
+def test_redaction_work_grows_linearly_with_adversarial_text(unit: str) -> None:
+    small = best_of_three(lambda: redact(unit * 4_000))
+    large = best_of_three(lambda: redact(unit * 32_000))
+    assert large / small < 20, f"8x the text took {large / small:.0f}x the time (quadratic would be ~64x)"
+
+
+async def test_a_summary_that_repeats_secrets_is_stored_redacted(
+    engine: ContextCompressor, summarizer: ScriptedSummarizer, store: InMemoryStore, session: AgentSession
+) -> None:
+    leaked = "\n".join(f"- {text}" for _, text, _ in SHAPES)
+    summarizer.replies.append(CANNED_SUMMARY + "\n## Key Facts\n" + leaked)
+    await persist(store, session.id, conversation(20, words=400))
+
+    result = await compact(engine, store, session, trigger="in_loop")
+
+    assert result.record is not None
+    summary = next(m for m in await store.load_active(session.id) if m.kind == "summary")
+    for name, _, secret in SHAPES:
+        assert secret not in summary.text, name

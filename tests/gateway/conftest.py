@@ -45,7 +45,8 @@ class Sent:
 
 
 class RecordingAdapter(PlatformAdapter):
-    """A platform that records what it is asked to send; ``fail_next`` makes sends raise AdapterError."""
+    """A platform that records what it is asked to send; ``fail_next`` makes sends raise AdapterError,
+    ``refuse`` (text -> exception or None) makes chosen sends fail every time."""
 
     name = "test"
     text_limit = 4096
@@ -54,6 +55,7 @@ class RecordingAdapter(PlatformAdapter):
         self.sent: list[Sent] = []
         self.typing = 0
         self.fail_next = 0
+        self.refuse: Callable[[str], Exception | None] = lambda text: None
         self.started = False
         self._changed = asyncio.Condition()
 
@@ -67,6 +69,9 @@ class RecordingAdapter(PlatformAdapter):
         if self.fail_next > 0:
             self.fail_next -= 1
             raise AdapterError("platform unavailable (test)")
+        refused = self.refuse(text)
+        if refused is not None:
+            raise refused
         self.sent.append(Sent(target, text))
         async with self._changed:
             self._changed.notify_all()

@@ -287,3 +287,19 @@ async def test_a_database_failure_is_503_not_500(database: Database) -> None:
     async with admin_client(store) as client:
         response = await client.get("/api/sessions")
     assert response.status_code == 503 and "database" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "since=0001-01-01T00:00:00%2B05:00",
+        "until=9999-12-31T23:59:59-05:00",
+        "since=0001-01-01T03:00:00%2B04:00&until=9999-12-31T23:00:00Z",
+    ],
+)
+async def test_a_search_time_that_overflows_in_utc_is_a_400_naming_it(store: Store, query: str) -> None:
+    async with admin_client(store) as client:
+        response = await client.get(f"/api/search?q=x&{query}")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert ("since" in error or "until" in error) and "range" in error

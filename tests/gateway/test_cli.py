@@ -177,3 +177,80 @@ def test_doctor_fails_on_a_malformed_telegram_token(env: dict[str, str]) -> None
     checks = {c["name"]: c for c in json.loads(result.stdout)}
     assert checks["telegram"]["status"] == "fail"
     assert "not-a-token" not in result.stdout
+
+
+async def _seed_dead_letter(url: str) -> str:
+    db = Database(url)
+    await db.connect()
+    try:
+        store = Store(db)
+        info = await store.get_or_create_session(
+            "console:bob", platform="console", chat_id="bob", system_prompt="sys", model="m"
+        )
+        target = {"platform": "console", "chat_id": "bob", "thread_id": None, "reply_to_message_id": None}
+        outbox_id = await store.outbox_put(
+            session_id=info.id, target=target, text="undeliverable words", inbox_ids=[], message_id=None
+        )
+        await store.outbox_mark_failed(outbox_id, "AdapterError: the terminal went away")
+        return info.id
+    finally:
+        await db.dispose()
+
+
+def test_sessions_show_lists_dead_letters_with_their_errors(env: dict[str, str], tmp_path: Path) -> None:
+    assert hygieia("migrate", env=env).returncode == 0
+    session_id = asyncio.run(_seed_dead_letter(f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hygieia.db'}"))
+
+    shown = hygieia("sessions", "show", session_id, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "dead letter" in shown.stdout and "the terminal went away" in shown.stdout
+    as_json = json.loads(hygieia("sessions", "show", session_id, "--json", env=env).stdout)
+    [dead] = as_json["dead_letters"]
+    assert (dead["source"], dead["text"]) == ("outbox", "undeliverable words")
+
+
+def _one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "command", [["sessions", "list"], ["sessions", "show", "abc"], ["sessions", "search", "x"]]
+)
+def test_sessions_on_a_database_never_migrated_says_to_run_migrate(
+    env: dict[str, str], command: list[str]
+) -> None:
+    result = hygieia(*command, env=env)
+    assert result.returncode == 1
+    assert "hygieia migrate" in _one_clean_line(result)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--since", "0001-01-01T00:00:00+05:00"), ("--until", "9999-12-31T23:00:00-05:00")],
+)
+def test_a_search_time_out_of_range_in_utc_is_one_line(env: dict[str, str], flag: str, value: str) -> None:
+    assert hygieia("migrate", env=env).returncode == 0
+    result = hygieia("sessions", "search", "x", flag, value, env=env)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and flag in result.stderr and "range" in result.stderr
+
+
+def test_a_yaml_syntax_error_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "broken.yaml"
+    config.write_text("compression:\n  threshold: [0.5\n")
+    result = hygieia("sessions", "list", env={**env, "HYGIEIA_CONFIG": str(config)})
+    assert result.returncode == 2
+    assert "not valid YAML" in _one_clean_line(result)
+
+
+@pytest.mark.parametrize("command", [["doctor", "--offline"], ["run"]])
+def test_an_unknown_timezone_stops_doctor_and_run_with_one_line(
+    env: dict[str, str], command: list[str]
+) -> None:
+    result = hygieia(*command, env={**env, "HYGIEIA_TIMEZONE": "Mars/Olympus_Mons"}, stdin="")
+    assert result.returncode != 0
+    assert "HYGIEIA_TIMEZONE" in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr

@@ -104,7 +104,7 @@ def test_a_bad_value_fails_with_one_line_naming_the_key(
 
 def test_a_secret_in_the_yaml_file_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "hygieia.yaml").write_text("anthropic_api_key: sk-leaked\n")
-    with pytest.raises(ConfigError, match="must come from the environment"):
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY in the environment"):
         load_settings()
 
 
@@ -119,3 +119,69 @@ def test_model_thresholds_longest_matching_key_wins() -> None:
     assert settings.compression.threshold_for("claude-haiku-4-5") == 0.7
     assert settings.compression.threshold_for("claude-sonnet-4-5") == 0.6
     assert settings.compression.threshold_for("gpt") == 0.5
+
+
+SECRET_SPELLINGS = [
+    ("TELEGRAM_BOT_TOKEN: 123456:leaked-value\n", "TELEGRAM_BOT_TOKEN"),
+    ("telegram_bot_token: 123456:leaked-value\n", "TELEGRAM_BOT_TOKEN"),
+    ("Telegram-Bot-Token: 123456:leaked-value\n", "TELEGRAM_BOT_TOKEN"),
+    ("ANTHROPIC_API_KEY: sk-leaked-value\n", "ANTHROPIC_API_KEY"),
+    ("anthropicApiKey: sk-leaked-value\n", "ANTHROPIC_API_KEY"),
+    ("DISCORD_BOT_TOKEN: leaked-value\n", "DISCORD_BOT_TOKEN"),
+    ("Admin_Token: leaked-value-long-enough\n", "HYGIEIA_ADMIN_TOKEN"),
+    ("HYGIEIA_ADMIN_TOKEN: leaked-value-long-enough\n", "HYGIEIA_ADMIN_TOKEN"),
+    ("telegram:\n  webhook_secret: leaked-value\n", "HYGIEIA_TELEGRAM__WEBHOOK_SECRET"),
+    ("telegram:\n  Webhook-Secret: leaked-value\n", "HYGIEIA_TELEGRAM__WEBHOOK_SECRET"),
+    ("telegram:\n  bot_token: leaked-value\n", "HYGIEIA_TELEGRAM__BOT_TOKEN"),
+    ("database_url: postgresql+psycopg://app:leaked-value@db/hygieia\n", "HYGIEIA_DATABASE_URL"),
+]
+
+
+@pytest.mark.parametrize(("yaml_text", "env_name"), SECRET_SPELLINGS)
+def test_a_secret_under_any_spelling_is_refused_naming_the_env_var(
+    tmp_path: Path, yaml_text: str, env_name: str
+) -> None:
+    (tmp_path / "hygieia.yaml").write_text(yaml_text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert env_name in message and "environment" in message
+    assert "leaked-value" not in message and "\n" not in message
+
+
+def test_settings_that_merely_mention_tokens_are_not_secrets(tmp_path: Path) -> None:
+    (tmp_path / "hygieia.yaml").write_text(
+        "llm:\n  max_output_tokens: 1000\n  exact_token_counting: true\n"
+        "database_url: postgresql+psycopg://app@db/hygieia\n"
+    )
+    settings = load_settings()
+    assert settings.llm.max_output_tokens == 1000 and settings.llm.exact_token_counting
+
+
+@pytest.mark.parametrize(
+    "yaml_text",
+    [
+        "compression:\n  threshold: [0.5\n",
+        "a: b: c\n",
+        "sessions:\n\tgroup_mode: shared\n",
+        "- just\n- a list\n",
+    ],
+)
+def test_a_config_file_that_is_not_valid_yaml_is_one_line(tmp_path: Path, yaml_text: str) -> None:
+    (tmp_path / "hygieia.yaml").write_text(yaml_text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "hygieia.yaml" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "UTC+5", "../../etc/passwd", ""])
+def test_an_unknown_timezone_is_refused_at_load(monkeypatch: pytest.MonkeyPatch, zone: str) -> None:
+    monkeypatch.setenv("HYGIEIA_TIMEZONE", zone)
+    with pytest.raises(ConfigError, match="HYGIEIA_TIMEZONE"):
+        load_settings()
+
+
+def test_a_known_timezone_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HYGIEIA_TIMEZONE", "Europe/Paris")
+    assert load_settings().timezone == "Europe/Paris"

@@ -235,3 +235,15 @@ async def test_two_shards_in_one_process_each_receive_their_guilds() -> None:
         await inbox.wait_for(3)
     assert sorted(m.text for m in inbox.messages) == ["a DM", "to shard 0", "to shard 1"]
     assert sorted(p["shard"] for p in server.identify_payloads) == [[0, 2], [1, 2]]
+
+
+async def test_a_text_file_over_the_limit_is_read_in_part_with_a_note_as_on_telegram(
+    fake: FakeDiscord,
+) -> None:
+    inbox = Inbox()
+    async with running(fake, inbox, max_text_file_bytes=40):
+        dm(fake, "", attachments=[FakeAttachment("data.csv", b"a,b\n" * 100, "text/csv")])
+        [msg] = await inbox.wait_for(1)
+    [att] = msg.attachments
+    assert att.text == "a,b\n" * 10
+    assert att.note == "kept the first 40 of 400 bytes"

@@ -73,3 +73,32 @@ def test_attachments_are_described_and_their_text_included() -> None:
     )
     text = user_message(_record(msg)).text
     assert "[attachment: document (notes.txt, 2 KB)]" in text and "line one" in text
+
+
+def _file(name: str, text: str) -> Attachment:
+    return Attachment(kind="document", file_name=name, size=len(text), text=text)
+
+
+def test_every_attachment_and_the_whole_message_are_capped_with_a_note() -> None:
+    msg = InboundMessage(
+        platform="t",
+        chat_id="c",
+        user_id="u",
+        text="x" * 500,
+        attachments=(_file("a.txt", "a" * 300), _file("b.txt", "b" * 100), _file("c.txt", "c" * 100)),
+    )
+    payload = inbox_payload(msg, clean_text(msg.text, 400), attachment_chars=250, total_chars=700)
+    a, b, c = payload["attachments"]
+    assert len(payload["text"]) == 400
+    assert (len(a["text"]), a["note"]) == (250, "kept the first 250 of 300 characters")
+    assert (len(b["text"]), b["note"]) == (50, "kept the first 50 of 100 characters")
+    assert (c["text"], c["note"]) == (None, "not read: the message had reached its size limit")
+    assert len(payload["text"]) + sum(len(f["text"] or "") for f in payload["attachments"]) == 700
+
+
+def test_attachment_text_is_cleaned_like_message_text() -> None:
+    msg = InboundMessage(
+        platform="t", chat_id="c", user_id="u", text="", attachments=(_file("n.txt", "a\x00b\ud800c\x07d"),)
+    )
+    [attachment] = inbox_payload(msg, clean_text("", 100))["attachments"]
+    assert attachment["text"] == "abcd"

@@ -233,3 +233,13 @@ async def test_ten_thousand_character_message_is_delivered_whole(fake: FakeTeleg
         fake.push_message(42, "x" * 10_000, user_id=42)
         [msg] = await inbox.wait_for(1)
     assert len(msg.text) == 10_000
+
+
+async def test_a_lone_surrogate_in_the_text_is_kept_for_cleaning_not_dropped(fake: FakeTelegram) -> None:
+    inbox = Inbox()
+    async with running(fake, inbox):
+        fake.push_message(42, "half an emoji \ud83d here", user_id=42)
+        fake.push_message(GROUP, f"{BOT} and \udc4d this", user_id=7, chat_type="supergroup")
+        dm, group = await inbox.wait_for(2)
+    assert dm.text.replace("\ud83d", "") == "half an emoji  here"
+    assert (group.addressed, group.text.replace("\udc4d", "")) == (True, "and  this")
