@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004_dead_letters"
-down_revision: str | Sequence[str] | None = "0007_streams"
+down_revision: str | Sequence[str] | None = "0003_search_index"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

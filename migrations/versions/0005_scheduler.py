@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005_scheduler"
-down_revision: str | Sequence[str] | None = "0003_search_index"
+down_revision: str | Sequence[str] | None = "0004_dead_letters"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
