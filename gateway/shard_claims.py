@@ -5,7 +5,8 @@ Every claim is a named lease (:mod:`gateway.store.lease_ops`): ``discord-shard:<
 ``i`` of ``n``, held by one node at a time; ``discord-node:<node>`` says a node is alive, so each
 can compute its fair share, ``ceil(n / live nodes)``. Every ``ttl / 3`` a node renews what it
 holds, gives up what exceeds its share (the others pick it up on their next round), and claims
-free shards up to its share. The lease is taken before a shard connects and given up only after
+a free shard (one a round by default: connects are paced by Discord's identify limit, and a
+short round keeps renewals on time). The lease is taken before a shard connects and given up only after
 it disconnected, so two nodes never serve one shard (Discord would send them both its events).
 A node that cannot renew (database unreachable) disconnects a shard before its claim can expire.
 
@@ -25,9 +26,9 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -39,6 +40,7 @@ _log = logging.getLogger(__name__)
 
 SHARD_PREFIX = "discord-shard:"
 NODE_PREFIX = "discord-node:"
+T = TypeVar("T")
 _SHARD_NAME = re.compile(r"^discord-shard:(\d+)/(\d+)$")
 
 
@@ -69,6 +71,7 @@ class ShardClaimer:
         *,
         shard_count: int | None,
         ttl_seconds: float,
+        claims_per_round: int = 1,
         node: str | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
@@ -78,6 +81,7 @@ class ShardClaimer:
         self._count: int | None = shard_count
         self._ttl = ttl_seconds
         self._interval = ttl_seconds / 3
+        self._claims_per_round = max(1, claims_per_round)
         self.node = node or node_name()
         self._clock = clock
         self._held: dict[int, datetime] = {}  # shard -> when our claim expires
@@ -112,9 +116,9 @@ class ShardClaimer:
         self._held.clear()
         try:
             for shard_id in held:
-                await self._leases.lease_release(shard_lease(shard_id, count or 1), self.node)
-            await self._leases.lease_release(NODE_PREFIX + self.node, self.node)
-        except (SQLAlchemyError, StoreError, OSError) as exc:
+                await self._db(self._leases.lease_release(shard_lease(shard_id, count or 1), self.node))
+            await self._db(self._leases.lease_release(NODE_PREFIX + self.node, self.node))
+        except (SQLAlchemyError, StoreError, OSError, TimeoutError) as exc:
             _log.warning("discord: could not release the shard claims (they expire by themselves): %s", exc)
 
     async def _loop(self) -> None:
@@ -125,8 +129,8 @@ class ShardClaimer:
     async def _round_safely(self) -> None:
         try:
             await self.claim_round()
-        except (SQLAlchemyError, StoreError, OSError, AdapterError) as exc:
-            _log.warning("discord: shard claims not renewed: %s", exc)
+        except (SQLAlchemyError, StoreError, OSError, AdapterError, TimeoutError) as exc:
+            _log.warning("discord: shard claims not renewed: %r", exc)
             await self._drop_expiring()
 
     async def _drop_expiring(self) -> None:
@@ -145,12 +149,19 @@ class ShardClaimer:
             )
 
     async def claim_round(self) -> frozenset[int]:
-        """One round: presence, renew, give up the excess, claim up to the fair share, connect."""
+        """One round: presence, renew, give up the excess, claim up to the fair share, connect.
+
+        Renewing comes first and at most ``claims_per_round`` shards are claimed (each connect
+        waits its turn at Discord's identify limit), so a round stays short and the next renewal
+        comes long before a claim expires. Every database call is bounded by the round interval.
+        """
         now = self._clock()
-        await self._leases.lease_acquire(NODE_PREFIX + self.node, self.node, ttl_seconds=self._ttl, now=now)
-        nodes = len([n for n in await self._leases.lease_list(NODE_PREFIX) if n.live(now)])
+        await self._db(
+            self._leases.lease_acquire(NODE_PREFIX + self.node, self.node, ttl_seconds=self._ttl, now=now)
+        )
+        nodes = len([n for n in await self._db(self._leases.lease_list(NODE_PREFIX)) if n.live(now)])
         others: list[tuple[int, int]] = []  # (shard, count) claimed live by other nodes
-        for lease in await self._leases.lease_list(SHARD_PREFIX):
+        for lease in await self._db(self._leases.lease_list(SHARD_PREFIX)):
             shard = _parse(lease.name)
             if shard is not None and lease.live(now) and lease.owner != self.node:
                 others.append(shard)
@@ -163,13 +174,12 @@ class ShardClaimer:
         share = math.ceil(count / max(nodes, 1))
         if len(self._held) > share:
             await self._release(set(sorted(self._held)[share:]), count)
-        for shard_id in range(count):
-            if len(self._held) >= share:
-                break
-            if shard_id in self._held or shard_id in taken:
-                continue
-            claimed = await self._leases.lease_acquire(
-                shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl, now=now
+        free = [i for i in range(count) if i not in self._held and i not in taken]
+        for shard_id in free[: min(share - len(self._held), self._claims_per_round)]:
+            claimed = await self._db(
+                self._leases.lease_acquire(
+                    shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl, now=self._clock()
+                )
             )
             if claimed is not None:
                 self._held[shard_id] = claimed.expires_at
@@ -178,6 +188,10 @@ class ShardClaimer:
         if failed:  # let another node try them
             await self._release(failed, count, disconnected=True)
         return self.held
+
+    async def _db(self, call: Awaitable[T]) -> T:
+        """A database call that cannot outlast a round: a hung connection counts as a failure."""
+        return await asyncio.wait_for(call, self._interval)
 
     async def _shard_count(self, live_counts: set[int]) -> int | None:
         """The count to serve, or None while the live cluster serves another than ours."""
@@ -202,8 +216,10 @@ class ShardClaimer:
     async def _renew(self, now: datetime, count: int) -> None:
         lost = set()
         for shard_id in sorted(self._held):
-            lease = await self._leases.lease_renew(
-                shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl, now=now
+            lease = await self._db(
+                self._leases.lease_renew(
+                    shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl, now=now
+                )
             )
             if lease is None:
                 lost.add(shard_id)
@@ -223,7 +239,7 @@ class ShardClaimer:
             await self._target.run_shards(keep, count)  # disconnect first, then let go
         for shard_id in sorted(shard_ids):
             self._held.pop(shard_id, None)
-            await self._leases.lease_release(shard_lease(shard_id, count), self.node)
+            await self._db(self._leases.lease_release(shard_lease(shard_id, count), self.node))
         _log.info("discord: gave up shard(s) %s of %d", sorted(shard_ids), count)
 
 

@@ -104,7 +104,7 @@ class Client(_Forwarding, discord.Client):
 
 
 class ShardedClient(_Forwarding, discord.AutoShardedClient):
-    """Several shards in one process (``shard_ids``/``shard_count``); not exercised by the tests."""
+    """The shards ``discord.shard_ids`` names (of ``shard_count``) in one process."""
 
     def __init__(self, events: ClientEvents, **options: Any) -> None:
         super().__init__(**options)

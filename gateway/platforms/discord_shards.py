@@ -160,9 +160,16 @@ class ShardConnections:
             raise AdapterError(str(exc)) from exc
         assert connect is not None
         self._shards[shard_id] = _Shard(client, connect, shard_count)
+        connect.add_done_callback(lambda task: _ended(shard_id, task))
         _log.info("discord: shard %d/%d connected", shard_id, shard_count)
 
     async def _close(self, shard_id: int) -> None:
         shard = self._shards.pop(shard_id)
         await close_client(shard.client, shard.connect)
         _log.info("discord: shard %d/%d disconnected", shard_id, shard.count)
+
+
+def _ended(shard_id: int, task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        # The next claim round reconnects it (a shard whose connection ended is not running).
+        _log.error("discord: shard %d's connection failed", shard_id, exc_info=task.exception())

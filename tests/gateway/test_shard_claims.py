@@ -41,13 +41,28 @@ class Node:
 
 @asynccontextmanager
 async def cluster(
-    fake: FakeDiscord, store: Store, names: list[str], *, shard_count: int | None, ttl: float = 30.0
+    fake: FakeDiscord,
+    store: Store,
+    names: list[str],
+    *,
+    shard_count: int | None,
+    ttl: float = 30.0,
+    claims_per_round: int = 8,
 ) -> AsyncIterator[list[Node]]:
+    """Nodes that may claim several shards a round (the default is one, pacing Discord's identify
+    limit; see the last test), so that a test's rounds read as the share each node ends with."""
     async with AsyncExitStack() as stack:
         nodes = []
         for name in names:
             adapter = make_adapter(fake, shard_ids="auto", identify_interval=0)
-            claimer = ShardClaimer(store, adapter, shard_count=shard_count, ttl_seconds=ttl, node=name)
+            claimer = ShardClaimer(
+                store,
+                adapter,
+                shard_count=shard_count,
+                ttl_seconds=ttl,
+                node=name,
+                claims_per_round=claims_per_round,
+            )
             node = Node(name, adapter, claimer)
             await adapter.start(node.inbox)
             stack.push_async_callback(adapter.stop)
@@ -103,18 +118,19 @@ async def test_a_dead_nodes_shards_are_taken_over_once_its_claims_expire(store: 
         claim = await store.lease_get("discord-shard:0/2")
         assert claim is not None and claim.owner == "a" and claim.live(utcnow())
         assert b.claimer.held == {1}, "a's claim is still live: b must not take shard 0 yet"
-        while b.claimer.held != {0, 1}:
+        while fake.connected_shards() != [(0, 2), (1, 2)]:
             assert utcnow() < claim.expires_at + timedelta(seconds=3), "shard 0 was never taken over"
             await asyncio.sleep(0.02)
-        taken = utcnow()
-        assert fake.connected_shards() == [(0, 2), (1, 2)]
+        taken = await store.lease_get("discord-shard:0/2")
+        assert b.claimer.held == {0, 1}
 
         sent = push_everywhere(fake, shard_of)
         await b.inbox.wait_for(3)
         await asyncio.sleep(0.2)
 
-    # Not before a's claim expired, and within one claim round (ttl / 3) and a connect after it.
-    assert claim.expires_at <= taken <= claim.expires_at + timedelta(seconds=ttl / 3 + 1.0)
+    # Not before a's claim expired, and within one claim round (ttl / 3) after it.
+    assert taken is not None and (taken.owner, taken.generation) == ("b", claim.generation + 1)
+    assert claim.expires_at <= taken.acquired_at <= claim.expires_at + timedelta(seconds=ttl / 3 + 0.5)
     assert Counter(m.platform_message_id for m in b.inbox.messages) == Counter(sent)
     assert a.inbox.messages == []
 
@@ -163,3 +179,18 @@ async def test_without_a_count_discord_advises_and_later_nodes_follow_the_cluste
             assert a.claimer.held | b.claimer.held == {0, 1, 2}
             assert not a.claimer.held & b.claimer.held
             assert sorted(fake.connected_shards()) == [(0, 3), (1, 3), (2, 3)]
+
+
+async def test_by_default_a_node_claims_one_shard_a_round(store: Store) -> None:
+    # Each connect waits its turn at Discord's identify limit: one claim a round keeps a round short,
+    # so renewals are never held up behind a queue of connects.
+    async with FakeDiscord(rate_limit=LOGINS) as fake:
+        adapter = make_adapter(fake, shard_ids="auto", identify_interval=0)
+        claimer = ShardClaimer(store, adapter, shard_count=3, ttl_seconds=30, node="solo")
+        await adapter.start(Inbox())
+        try:
+            rounds = [set(await claimer.claim_round()) for _ in range(4)]
+        finally:
+            await claimer.stop()
+            await adapter.stop()
+    assert rounds == [{0}, {0, 1}, {0, 1, 2}, {0, 1, 2}]
