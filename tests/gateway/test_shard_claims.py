@@ -9,14 +9,19 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 
+from sqlalchemy.engine import make_url
+
 from gateway.platforms.discord import DiscordAdapter
 from gateway.shard_claims import ShardClaimer, held_by
 from gateway.store.columns import utcnow
+from gateway.store.db import Database
 from gateway.store.repository import Store
 from tests.fakes.discord import FakeDiscord
+from tests.fakes.tcp_cut import CuttableRelay
 from tests.gateway.conftest_discord import dm, in_guild, make_adapter
 from tests.gateway.inbox_recorder import Inbox
 from tests.gateway.test_discord_shards import channel_of, guilds_on
+from tests.store.engines import only
 
 # Each shard's client logs in (GET /users/@me, /oauth2/applications/@me): with the fake's default
 # bucket (5 per 5 s) discord.py would rightly wait out 429s and these tests take seconds longer.
@@ -194,3 +199,36 @@ async def test_by_default_a_node_claims_one_shard_a_round(store: Store) -> None:
             await claimer.stop()
             await adapter.stop()
     assert rounds == [{0}, {0, 1}, {0, 1, 2}, {0, 1, 2}]
+
+
+@only("postgresql")
+async def test_a_node_cut_off_from_the_database_disconnects_before_its_claims_expire(
+    db_url: str, store: Store
+) -> None:
+    url = make_url(db_url)
+    ttl = 3.0
+    async with (
+        CuttableRelay(url.host or "127.0.0.1", url.port or 5432) as relay,
+        Database(url.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False)) as db,
+        FakeDiscord(rate_limit=LOGINS) as fake,
+        cluster(fake, Store(db), ["a"], shard_count=2, ttl=ttl) as (a,),
+        cluster(fake, store, ["b"], shard_count=2, ttl=ttl) as (b,),
+    ):
+        await a.claimer.start()
+        assert fake.connected_shards() == [(0, 2), (1, 2)]
+
+        await relay.cut()  # a can no longer renew; its connections to Discord are fine
+        claims = [await store.lease_get(f"discord-shard:{i}/2") for i in (0, 1)]
+        expiry = min(c.expires_at for c in claims if c is not None)
+        while fake.connected_shards():
+            assert utcnow() < expiry + timedelta(seconds=2), "a kept serving shards it may have lost"
+            await asyncio.sleep(0.02)
+        gone = utcnow()
+        assert a.claimer.held == set()
+        for _ in range(100):  # b, on the database, takes over once they expired
+            if await b.claimer.claim_round():
+                break
+            await asyncio.sleep(0.1)
+        taken = utcnow()
+
+    assert gone < expiry <= taken, "a disconnected before any other node could claim its shards"
