@@ -23,7 +23,7 @@ from tests.store.engines import engine_params
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+async def until(condition: Callable[[], bool], what: str, timeout: float = 90.0) -> None:  # noqa: ASYNC109
     for _ in range(int(timeout / 0.05)):
         if condition():
             return
@@ -79,7 +79,7 @@ async def test_two_intake_processes_split_the_shards_and_answer_each_message_onc
                         mentions_bot=True,
                     )
                 dm(fake, "a DM")
-                await fake.wait_for_sent(3, timeout=30)
+                await fake.wait_for_sent(3, timeout=60)
                 await asyncio.sleep(1.0)  # a second answer would have come by now
                 stderr_b = await sigterm_and_wait(second)
             stderr_a = await sigterm_and_wait(first)
