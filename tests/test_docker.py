@@ -9,8 +9,10 @@ Either missing skips its test with a reason that says so.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.process_env import clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
@@ -185,3 +189,50 @@ def test_hadolint_passes_on_the_dockerfile() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _refused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # closed again: nothing listens there
+
+
+def _health(env_extra: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The image's HEALTHCHECK command, run here as the container would (``hygieia`` = our CLI)."""
+    [health] = [args for word, args in _dockerfile() if word == "HEALTHCHECK"]
+    command = json.loads(health[health.index("CMD") + 3 :].strip())
+    assert command[0] == "hygieia"
+    env = clean_env()
+    env.update({"HYGIEIA_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(ROOT), **env_extra})
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.cli", *command[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+
+
+def test_the_health_check_needs_the_database_and_never_calls_a_platform(tmp_path: Path) -> None:
+    nowhere = f"http://127.0.0.1:{_refused_port()}"
+    platforms = {  # set, but unreachable: an offline check must not care
+        "DISCORD_BOT_TOKEN": "x" * 40,
+        "HYGIEIA_DISCORD_API_BASE": f"{nowhere}/api/v10",
+        "TELEGRAM_BOT_TOKEN": "123456:" + "A" * 35,
+        "HYGIEIA_TELEGRAM_BASE_URL": nowhere,
+        "ANTHROPIC_API_KEY": "sk-test",
+        "ANTHROPIC_BASE_URL": nowhere,
+    }
+    healthy = _health({**platforms, "HYGIEIA_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/h.db"}, tmp_path)
+    no_db = _health(
+        {**platforms, "HYGIEIA_DATABASE_URL": f"postgresql+psycopg://hygieia@127.0.0.1:{_refused_port()}/x"},
+        tmp_path,
+    )
+
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    checks = {c["name"]: c["status"] for c in json.loads(healthy.stdout)}
+    assert checks["telegram"] == checks["discord"] == checks["anthropic"] == "ok"
+    assert no_db.returncode == 1, no_db.stdout + no_db.stderr
+    assert {c["name"]: c["status"] for c in json.loads(no_db.stdout)}["database"] == "fail"
