@@ -86,6 +86,7 @@ class ShardClaimer:
         self._clock = clock
         self._held: dict[int, datetime] = {}  # shard -> when our claim expires
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
         self._blocked_by: int | None = None
 
     @property
@@ -107,7 +108,10 @@ class ShardClaimer:
         """Disconnect every shard, then release the claims and the node's presence (others take over
         at once rather than after the expiry)."""
         task, self._task = self._task, None
+        self._stopping.set()
         if task is not None:
+            # Let a round in progress finish (it is short), so that no claim is left half made.
+            await asyncio.wait({task}, timeout=self._interval * 2)
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         held, count = sorted(self._held), self._count
@@ -122,9 +126,11 @@ class ShardClaimer:
             _log.warning("discord: could not release the shard claims (they expire by themselves): %s", exc)
 
     async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            await self._round_safely()
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._interval)
+            if not self._stopping.is_set():
+                await self._round_safely()
 
     async def _round_safely(self) -> None:
         try:

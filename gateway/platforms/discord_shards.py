@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -58,6 +59,11 @@ async def wait_ready(ready: asyncio.Event, connect: asyncio.Task[None], timeout:
 
 async def close_client(client: discord.Client, connect: asyncio.Task[None] | None) -> None:
     """Close ``client`` (websocket and HTTP session) and wait for its connect task to end."""
+    # discord.py 2.7 leaves the task that delays READY (guild_ready_timeout) running through
+    # close(); it then dispatches on a closed client and fails in a way no caller can catch.
+    ready_task: asyncio.Task[None] | None = client._connection._ready_task
+    if ready_task is not None:
+        ready_task.cancel()
     await client.close()
     if connect is None:
         return
@@ -158,9 +164,14 @@ class ShardConnections:
         except (AdapterError, discord.DiscordException, aiohttp.ClientError, OSError) as exc:
             await close_client(client, connect)
             raise AdapterError(str(exc)) from exc
+        except BaseException:
+            # Cancelled (a stop) mid-connect: a connection left open here would belong to nobody
+            # and keep receiving the shard's events after another node claimed it.
+            await asyncio.shield(close_client(client, connect))
+            raise
         assert connect is not None
         self._shards[shard_id] = _Shard(client, connect, shard_count)
-        connect.add_done_callback(lambda task: _ended(shard_id, task))
+        connect.add_done_callback(functools.partial(self._ended, shard_id))
         _log.info("discord: shard %d/%d connected", shard_id, shard_count)
 
     async def _close(self, shard_id: int) -> None:
@@ -168,8 +179,10 @@ class ShardConnections:
         await close_client(shard.client, shard.connect)
         _log.info("discord: shard %d/%d disconnected", shard_id, shard.count)
 
-
-def _ended(shard_id: int, task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        # The next claim round reconnects it (a shard whose connection ended is not running).
-        _log.error("discord: shard %d's connection failed", shard_id, exc_info=task.exception())
+    def _ended(self, shard_id: int, task: asyncio.Task[None]) -> None:
+        current = self._shards.get(shard_id)
+        if current is None or current.connect is not task:
+            return  # closed by us: whatever discord.py raised while closing is expected
+        if not task.cancelled() and task.exception() is not None:
+            # The next claim round reconnects it (a shard whose connection ended is not running).
+            _log.error("discord: shard %d's connection failed", shard_id, exc_info=task.exception())

@@ -118,3 +118,23 @@ def test_shard_ids_env_forms(monkeypatch: pytest.MonkeyPatch, value: str, expect
     discord = load_settings().discord
     assert (discord.shard_ids, discord.shard_count) == (expected, 4)
     assert discord.auto_shards == (expected == "auto")
+
+
+async def test_a_shard_connect_cancelled_midway_leaves_no_connection_behind() -> None:
+    # A stop can cancel a claim round while a shard connects; a connection left open then belongs to
+    # nobody and keeps receiving the shard's events after another node claimed it (found by the
+    # shard_failover bench: two sessions on one shard).
+    async with (
+        FakeDiscord() as fake,
+        running(fake, shard_ids="auto", identify_interval=0, guild_ready_timeout=1.0) as adapter,
+    ):
+        connecting = asyncio.create_task(adapter.run_shards({0}, 1))
+        for _ in range(1000):  # until identified; READY then waits out guild_ready_timeout
+            if fake.identify_count:
+                break
+            await asyncio.sleep(0.005)
+        connecting.cancel()
+        await asyncio.gather(connecting, return_exceptions=True)
+        await asyncio.sleep(0.2)
+        assert fake.connected_shards() == []
+        assert await adapter.run_shards({0}, 1) == {0}  # and the shard can be connected again
