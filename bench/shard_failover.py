@@ -64,12 +64,15 @@ async def database(engine: str, tmp: Path) -> AsyncIterator[str]:
         await admin.dispose()
 
 
-async def until(condition: Callable[[], bool], limit: float) -> float:
-    """Seconds until ``condition`` holds (polled every 10 ms); raises after ``limit``."""
+async def until(condition: Callable[[], bool], limit: float, fake: FakeDiscord) -> float:
+    """Seconds until ``condition`` holds (polled every 10 ms); raises after ``limit``, or as soon as
+    one shard has two live sessions (two nodes would both get its events)."""
     start = time.monotonic()
     while not condition():
+        live = fake.connected_shards()
+        if len(live) != len(set(live)):
+            raise RuntimeError(f"a shard is connected twice: {live}")
         if time.monotonic() - start > limit:
-            print("DEBUG", _debug())
             raise RuntimeError(f"not reached within {limit:g} s")
         await asyncio.sleep(0.01)
     return time.monotonic() - start
@@ -86,8 +89,6 @@ async def run(engine: str, shards: int, nodes: int, ttl: float) -> dict[str, flo
             ):
                 store = Store(db)
                 everything = [(i, shards) for i in range(shards)]
-                global _debug
-                _debug = lambda: (fake.connected_shards(), [(c.node, sorted(c.held), c._task) for c in claimers])  # noqa: E731
                 covered = lambda: fake.connected_shards() == everything  # noqa: E731
                 claimers: list[ShardClaimer] = []
                 adapters: list[DiscordAdapter] = []
@@ -109,7 +110,7 @@ async def run(engine: str, shards: int, nodes: int, ttl: float) -> dict[str, flo
                 started = time.monotonic()
                 await asyncio.gather(*(c.start() for c in claimers))
                 share = math.ceil(shards / nodes)
-                await until(lambda: covered() and all(len(c.held) <= share for c in claimers), ttl * 20)
+                await until(lambda: covered() and all(len(c.held) <= share for c in claimers), ttl * 20, fake)
                 cold = time.monotonic() - started
 
                 victim = max(claimers, key=lambda c: len(c.held))  # the worst case: the biggest share
@@ -119,12 +120,12 @@ async def run(engine: str, shards: int, nodes: int, ttl: float) -> dict[str, flo
                 task.cancel()  # kill -9: no renewal, no release
                 await asyncio.gather(task, return_exceptions=True)
                 await adapters[index].stop()
-                crash = await until(covered, ttl * 4)
+                crash = await until(covered, ttl * 4, fake)
                 claimers.remove(victim)
 
                 leaving = max(claimers, key=lambda c: len(c.held))
                 await leaving.stop()  # SIGTERM: disconnect, release
-                clean = await until(covered, ttl * 4)
+                clean = await until(covered, ttl * 4, fake)
                 return {"cold": cold, "crash": crash, "clean": clean}
 
 
