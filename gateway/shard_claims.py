@@ -181,7 +181,8 @@ class ShardClaimer:
         if len(self._held) > share:
             await self._release(set(sorted(self._held)[share:]), count)
         free = [i for i in range(count) if i not in self._held and i not in taken]
-        for shard_id in free[: min(share - len(self._held), self._claims_per_round)]:
+        new: set[int] = set()
+        for shard_id in free[: max(0, min(share - len(self._held), self._claims_per_round))]:
             claimed = await self._db(
                 self._leases.lease_acquire(
                     shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl, now=self._clock()
@@ -189,7 +190,14 @@ class ShardClaimer:
             )
             if claimed is not None:
                 self._held[shard_id] = claimed.expires_at
-        connected = await self._target.run_shards(set(self._held), count)
+                new.add(shard_id)
+        try:
+            # Bounded: a connect that hangs must not hold up the next renewal past the claims' expiry
+            # (cancelled midway, the half-open connection is closed).
+            connected = await asyncio.wait_for(self._target.run_shards(set(self._held), count), self._ttl / 2)
+        except TimeoutError:
+            _log.warning("discord: shard(s) %s did not connect within %.1f s", sorted(new), self._ttl / 2)
+            connected = frozenset(set(self._held) - new)
         failed = set(self._held) - connected
         if failed:  # let another node try them
             await self._release(failed, count, disconnected=True)

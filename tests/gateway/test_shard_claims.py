@@ -232,3 +232,21 @@ async def test_a_node_cut_off_from_the_database_disconnects_before_its_claims_ex
         taken = utcnow()
 
     assert gone < expiry <= taken, "a disconnected before any other node could claim its shards"
+
+
+async def test_a_shard_that_does_not_connect_in_time_is_given_up_for_another_node(store: Store) -> None:
+    # READY held back (discord.py waits guild_ready_timeout for guilds): the connect outlasts half the
+    # claim's life, so the round gives the shard up rather than let its renewals wait behind it.
+    async with FakeDiscord(rate_limit=LOGINS) as fake:
+        adapter = make_adapter(fake, shard_ids="auto", identify_interval=0, guild_ready_timeout=30.0)
+        claimer = ShardClaimer(store, adapter, shard_count=1, ttl_seconds=2.0, node="slow")
+        await adapter.start(Inbox())
+        try:
+            held = await claimer.claim_round()
+            await asyncio.sleep(0.2)
+            live = fake.connected_shards()
+            claims = held_by(await store.lease_list("discord-shard:"), utcnow())
+        finally:
+            await claimer.stop()
+            await adapter.stop()
+    assert (held, live, claims) == (set(), [], {})
