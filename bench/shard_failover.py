@@ -97,9 +97,13 @@ async def run(engine: str, shards: int, nodes: int, ttl: float) -> dict[str, flo
                         fake.token,
                         api_base=fake.api_base,
                         gateway_url=fake.gateway_url,
-                        settings=DiscordSettings(shard_ids="auto", shard_count=shards, slash_commands=False),
+                        settings=DiscordSettings(
+                            shard_ids="auto",
+                            shard_count=shards,
+                            slash_commands=False,
+                            identify_interval_seconds=0,
+                        ),
                         guild_ready_timeout=0.05,
-                        identify_interval=0,
                     )
                     await adapter.start(Inbox())
                     stack.push_async_callback(adapter.stop)

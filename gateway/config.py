@@ -95,6 +95,9 @@ class DiscordSettings(BaseModel):
     shard_lease_seconds: float = Field(15.0, ge=1.0, le=600.0)
     """``auto``: a node's claim on a shard lasts this long unrenewed (renewed every third of it), so a
     dead node's shards are taken over within about this time."""
+    identify_interval_seconds: float = Field(5.0, ge=0.0, le=60.0)
+    """``auto``: seconds between the shard connections this process opens (Discord allows a bot one
+    session start per 5 s unless its ``max_concurrency`` is higher)."""
     slash_commands: bool = True
     command_guild_ids: list[int] | None = None
     """Register the slash commands in these guilds only (they appear at once: for development);

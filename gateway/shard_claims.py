@@ -157,9 +157,9 @@ class ShardClaimer:
     async def claim_round(self) -> frozenset[int]:
         """One round: presence, renew, give up the excess, claim up to the fair share, connect.
 
-        Renewing comes first and at most ``claims_per_round`` shards are claimed (each connect
-        waits its turn at Discord's identify limit), so a round stays short and the next renewal
-        comes long before a claim expires. Every database call is bounded by the round interval.
+        At most ``claims_per_round`` shards are claimed (each connect waits its turn at Discord's
+        identify limit); the claims are renewed while a connect is in progress; every database call
+        is bounded by the round interval.
         """
         now = self._clock()
         await self._db(
@@ -191,17 +191,28 @@ class ShardClaimer:
             if claimed is not None:
                 self._held[shard_id] = claimed.expires_at
                 new.add(shard_id)
-        try:
-            # Bounded: a connect that hangs must not hold up the next renewal past the claims' expiry
-            # (cancelled midway, the half-open connection is closed).
-            connected = await asyncio.wait_for(self._target.run_shards(set(self._held), count), self._ttl / 2)
-        except TimeoutError:
-            _log.warning("discord: shard(s) %s did not connect within %.1f s", sorted(new), self._ttl / 2)
-            connected = frozenset(set(self._held) - new)
+        connected = await self._connect(set(self._held), count)
+        if connected - set(self._held):  # a claim lost while connecting: let that shard go now
+            connected = await self._target.run_shards(set(self._held), count)
         failed = set(self._held) - connected
         if failed:  # let another node try them
             await self._release(failed, count, disconnected=True)
         return self.held
+
+    async def _connect(self, shard_ids: set[int], count: int) -> frozenset[int]:
+        """Have the target connect ``shard_ids``, renewing the claims meanwhile: a connect may wait
+        out Discord's identify spacing and READY, longer than a claim may go unrenewed."""
+        connect = asyncio.ensure_future(self._target.run_shards(shard_ids, count))
+        try:
+            while True:
+                done, _ = await asyncio.wait({connect}, timeout=self._interval)
+                if done:
+                    return connect.result()
+                await self._renew(self._clock(), count, disconnect=False)
+        except BaseException:
+            connect.cancel()  # a half-open connection is closed by the target
+            await asyncio.gather(connect, return_exceptions=True)
+            raise
 
     async def _db(self, call: Awaitable[T]) -> T:
         """A database call that cannot outlast a round: a hung connection counts as a failure."""
@@ -227,7 +238,7 @@ class ShardClaimer:
         self._blocked_by = None
         return self._count
 
-    async def _renew(self, now: datetime, count: int) -> None:
+    async def _renew(self, now: datetime, count: int, *, disconnect: bool = True) -> None:
         lost = set()
         for shard_id in sorted(self._held):
             lease = await self._db(
@@ -243,7 +254,8 @@ class ShardClaimer:
             _log.error("discord: lost the claim on shard(s) %s; disconnecting them", sorted(lost))
             for shard_id in lost:
                 self._held.pop(shard_id)
-            await self._target.run_shards(set(self._held), count)
+            if disconnect:  # else the caller does, once the connect in progress is over
+                await self._target.run_shards(set(self._held), count)
 
     async def _release(self, shard_ids: set[int], count: int, *, disconnected: bool = False) -> None:
         if not shard_ids:

@@ -76,7 +76,6 @@ class DiscordAdapter(PlatformAdapter):
         ready_timeout: float = 60.0,
         guild_ready_timeout: float = 2.0,
         stop_grace: float = 5.0,
-        identify_interval: float = 5.0,
         intake_attempts: int = 5,
         max_text_file_bytes: int = 200_000,
         commands: list[CommandSpec] | None = None,
@@ -93,7 +92,6 @@ class DiscordAdapter(PlatformAdapter):
         shards = len(static) if static else (settings.shard_count or 1)
         self._ready_timeout = ready_timeout + (0 if settings.auto_shards else 5.5 * (shards - 1))
         self._shard_ready_timeout = ready_timeout
-        self._identify_interval = identify_interval
         self._shards: ShardConnections | None = None
         self._guild_ready_timeout = guild_ready_timeout
         self._stop_grace = stop_grace
@@ -145,7 +143,7 @@ class DiscordAdapter(PlatformAdapter):
                 self._shard_client,
                 self._token,
                 ready_timeout=self._shard_ready_timeout,
-                identify_interval=self._identify_interval,
+                identify_interval=self._settings.identify_interval_seconds,
             )
         self._worker = asyncio.create_task(self._intake(handler), name="discord-intake")
         await self._register_commands(client)

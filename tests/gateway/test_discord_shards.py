@@ -79,7 +79,7 @@ async def test_auto_mode_connects_only_the_shards_it_is_given_and_moves_one_with
     inbox = Inbox()
     async with (
         FakeDiscord(guilds={g: [channel_of(g)] for g in shard_of}, shards=4) as fake,
-        running(fake, inbox, shard_ids="auto", identify_interval=0) as adapter,
+        running(fake, inbox, shard_ids="auto", identify_interval_seconds=0) as adapter,
     ):
         assert fake.connected_shards() == []  # started: REST only, no shard until claimed
         assert await adapter.recommended_shard_count() == 4
@@ -126,7 +126,7 @@ async def test_a_shard_connect_cancelled_midway_leaves_no_connection_behind() ->
     # shard_failover bench: two sessions on one shard).
     async with (
         FakeDiscord() as fake,
-        running(fake, shard_ids="auto", identify_interval=0, guild_ready_timeout=1.0) as adapter,
+        running(fake, shard_ids="auto", identify_interval_seconds=0, guild_ready_timeout=1.0) as adapter,
     ):
         connecting = asyncio.create_task(adapter.run_shards({0}, 1))
         for _ in range(1000):  # until identified; READY then waits out guild_ready_timeout

@@ -59,7 +59,7 @@ async def cluster(
     async with AsyncExitStack() as stack:
         nodes = []
         for name in names:
-            adapter = make_adapter(fake, shard_ids="auto", identify_interval=0)
+            adapter = make_adapter(fake, shard_ids="auto", identify_interval_seconds=0)
             claimer = ShardClaimer(
                 store,
                 adapter,
@@ -190,7 +190,7 @@ async def test_by_default_a_node_claims_one_shard_a_round(store: Store) -> None:
     # Each connect waits its turn at Discord's identify limit: one claim a round keeps a round short,
     # so renewals are never held up behind a queue of connects.
     async with FakeDiscord(rate_limit=LOGINS) as fake:
-        adapter = make_adapter(fake, shard_ids="auto", identify_interval=0)
+        adapter = make_adapter(fake, shard_ids="auto", identify_interval_seconds=0)
         claimer = ShardClaimer(store, adapter, shard_count=3, ttl_seconds=30, node="solo")
         await adapter.start(Inbox())
         try:
@@ -234,19 +234,22 @@ async def test_a_node_cut_off_from_the_database_disconnects_before_its_claims_ex
     assert gone < expiry <= taken, "a disconnected before any other node could claim its shards"
 
 
-async def test_a_shard_that_does_not_connect_in_time_is_given_up_for_another_node(store: Store) -> None:
-    # READY held back (discord.py waits guild_ready_timeout for guilds): the connect outlasts half the
-    # claim's life, so the round gives the shard up rather than let its renewals wait behind it.
+async def test_claims_stay_renewed_while_a_slow_shard_connects(store: Store) -> None:
+    # READY held back 2.5 s (discord.py waits guild_ready_timeout for guilds), longer than the claim's
+    # 1.5 s life: the round renews it while it waits, so the claim never lapses to another node.
     async with FakeDiscord(rate_limit=LOGINS) as fake:
-        adapter = make_adapter(fake, shard_ids="auto", identify_interval=0, guild_ready_timeout=30.0)
-        claimer = ShardClaimer(store, adapter, shard_count=1, ttl_seconds=2.0, node="slow")
+        adapter = make_adapter(fake, shard_ids="auto", identify_interval_seconds=0, guild_ready_timeout=2.5)
+        claimer = ShardClaimer(store, adapter, shard_count=1, ttl_seconds=1.5, node="slow")
         await adapter.start(Inbox())
         try:
+            started = utcnow()
             held = await claimer.claim_round()
-            await asyncio.sleep(0.2)
+            took = (utcnow() - started).total_seconds()
+            claim = await store.lease_get("discord-shard:0/1")
             live = fake.connected_shards()
-            claims = held_by(await store.lease_list("discord-shard:"), utcnow())
         finally:
             await claimer.stop()
             await adapter.stop()
-    assert (held, live, claims) == (set(), [], {})
+    assert took > 1.5 and held == {0} and live == [(0, 1)]
+    assert claim is not None and (claim.owner, claim.generation) == ("slow", 1)
+    assert claim.renewed_at > claim.acquired_at + timedelta(seconds=0.4)

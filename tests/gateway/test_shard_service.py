@@ -53,6 +53,7 @@ async def test_two_intake_processes_split_the_shards_and_answer_each_message_onc
                     "HYGIEIA_DISCORD__SHARD_IDS": "auto",
                     "HYGIEIA_DISCORD__SHARD_COUNT": "2",
                     "HYGIEIA_DISCORD__SHARD_LEASE_SECONDS": "3",
+                    "HYGIEIA_DISCORD__IDENTIFY_INTERVAL_SECONDS": "0",  # the fake has no identify limit
                     "HYGIEIA_DISCORD__SLASH_COMMANDS": "false",
                     "HYGIEIA_ALLOWED_USERS": f"discord:{USER}",
                     "HYGIEIA_DATABASE_URL": db_url,
