@@ -5,8 +5,8 @@ Every claim is a named lease (:mod:`gateway.store.lease_ops`): ``discord-shard:<
 ``i`` of ``n``, held by one node at a time; ``discord-node:<node>`` says a node is alive, so each
 can compute its fair share, ``ceil(n / live nodes)``. Every ``ttl / 3`` a node renews what it
 holds, gives up what exceeds its share (the others pick it up on their next round), and claims
-a free shard (one a round by default: connects are paced by Discord's identify limit, and a
-short round keeps renewals on time). The lease is taken before a shard connects and given up only after
+a free shard (one a round by default: connects are paced by Discord's identify limit; the
+claims are renewed while a shard connects). The lease is taken before a shard connects and given up only after
 it disconnected, so two nodes never serve one shard (Discord would send them both its events).
 A node that cannot renew (database unreachable) disconnects a shard before its claim can expire.
 
