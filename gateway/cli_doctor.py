@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
-from agent.errors import ConfigError
+from agent.errors import ConfigError, StoreError
 from gateway.admin.middleware import check_admin_token
 from gateway.cli_common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
@@ -87,8 +87,9 @@ async def _check_database(settings: Settings) -> Check:
     try:
         await db.connect()
         current = await current_revision(url)
-    except (SQLAlchemyError, OSError) as exc:
-        return Check("database", "fail", f"{safe_url(url)}: cannot connect ({type(exc).__name__})")
+    except (SQLAlchemyError, OSError, StoreError) as exc:  # Database.connect wraps its failure in StoreError
+        cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc
+        return Check("database", "fail", f"{safe_url(url)}: cannot connect ({type(cause).__name__})")
     finally:
         await db.dispose()
     head = head_revision()

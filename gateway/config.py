@@ -86,14 +86,42 @@ class DiscordSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ambient: bool = True
-    shard_ids: list[int] | None = None
-    shard_count: int | None = None
+    shard_ids: list[int] | Literal["auto"] | None = None
+    """Shards this process connects (with ``shard_count``); ``auto``: claim a fair, disjoint share
+    through the database (several intake nodes); unset: one connection, or every shard of
+    ``shard_count``. Env form: ``HYGIEIA_DISCORD__SHARD_IDS=0,1`` (or ``[0,1]``, or ``auto``)."""
+    shard_count: int | None = Field(None, ge=1)
+    """Shards of the bot; with ``auto`` and unset, the cluster's count (or Discord's recommendation)."""
+    shard_lease_seconds: float = Field(15.0, ge=1.0, le=600.0)
+    """``auto``: a node's claim on a shard lasts this long unrenewed (renewed every third of it), so a
+    dead node's shards are taken over within about this time."""
+    identify_interval_seconds: float = Field(5.0, ge=0.0, le=60.0)
+    """``auto``: seconds between the shard connections this process opens (Discord allows a bot one
+    session start per 5 s unless its ``max_concurrency`` is higher)."""
     slash_commands: bool = True
     command_guild_ids: list[int] | None = None
     """Register the slash commands in these guilds only (they appear at once: for development);
     unset registers them globally."""
     interaction_defer_seconds: float = Field(2.0, gt=0, lt=3.0)
     """An interaction not answered by then is acknowledged ("thinking...") and answered later."""
+
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _shard_list(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return [value]  # the env form "3" arrives JSON-decoded
+        if not isinstance(value, str):
+            return value
+        if value.strip().lower() == "auto":
+            return "auto"
+        try:
+            return [int(item) for item in value.split(",") if item.strip()]
+        except ValueError:
+            raise ValueError("a comma-separated list of shard numbers (0,1), or auto") from None
+
+    @property
+    def auto_shards(self) -> bool:
+        return self.shard_ids == "auto"
 
 
 class SessionSettings(BaseModel):

@@ -39,6 +39,7 @@ from gateway.platforms.console import ConsoleAdapter
 from gateway.platforms.discord import DiscordAdapter
 from gateway.platforms.telegram import TelegramAdapter
 from gateway.sessions import SessionDirectory
+from gateway.shard_claims import ShardClaimer
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
@@ -155,6 +156,7 @@ class Service:
     gateway: Gateway
     scheduler: ClusterJobs
     adapters: list[PlatformAdapter]
+    shard_claims: ShardClaimer | None = None
 
     @classmethod
     async def build(
@@ -227,6 +229,15 @@ class Service:
         await self.gateway.start()
         for adapter in self.adapters:
             await adapter.start(self.gateway.intake)
+            if isinstance(adapter, DiscordAdapter) and adapter.auto_shards:
+                # discord.shard_ids: auto: the shards this node serves are claimed through the database.
+                self.shard_claims = ShardClaimer(
+                    self.store,
+                    adapter,
+                    shard_count=self.settings.discord.shard_count,
+                    ttl_seconds=self.settings.discord.shard_lease_seconds,
+                )
+                await self.shard_claims.start()
         await self.gateway.streams.recover()
         await self.scheduler.start()
         _log.info(
@@ -239,6 +250,8 @@ class Service:
         await self.scheduler.stop()  # first: no job may start on a gateway that is stopping
         await self.gateway.stop(self.settings.sessions.turn_grace_seconds)
         await self.delivery.stop()
+        if self.shard_claims is not None:
+            await self.shard_claims.stop()  # disconnects the shards, then releases their claims
         for adapter in self.adapters:
             try:
                 await adapter.stop()

@@ -4,6 +4,9 @@ Lifecycle: ``start`` logs in over REST (``GET /users/@me``), runs ``client.conne
 and returns once the gateway said READY. Sharding: with ``discord.shard_ids``/``shard_count``
 set, an ``AutoShardedClient`` runs those shards in this process (give each process its own
 ``shard_ids`` and the same ``shard_count``); otherwise a plain ``Client`` (no ``/gateway/bot``).
+With ``shard_ids: auto`` ``start`` connects no shard: the client only logs in (REST, for
+sending), and :meth:`DiscordAdapter.run_shards` connects the shards this node holds, one client
+each (:mod:`gateway.platforms.discord_shards`), as :mod:`gateway.shard_claims` decides.
 
 Delivery. The Discord gateway has no acknowledgement: an event is ours once received, and a
 RESUME after a dropped connection replays what was missed (discord.py does this). Messages go
@@ -19,14 +22,12 @@ retries 5xx) itself; what still fails becomes :class:`AdapterError`. Replies nev
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import aiohttp
 import discord
-from discord.gateway import DiscordWebSocket
 
 from agent.errors import AdapterError, ConfigError
 from gateway.config import DiscordSettings
@@ -39,8 +40,16 @@ from gateway.platforms.base import (
     OutboundTarget,
     PlatformAdapter,
 )
-from gateway.platforms.discord_client import Client, ShardedClient, intents, point_at, set_gateway
+from gateway.platforms.discord_client import (
+    Client,
+    ClientEvents,
+    ShardedClient,
+    intents,
+    point_at,
+    set_gateway,
+)
 from gateway.platforms.discord_inbound import PLATFORM, ReadLimits, to_inbound
+from gateway.platforms.discord_shards import ShardConnections, close_client, wait_ready
 from gateway.splitter import split_message, utf16_len
 
 _log = logging.getLogger(__name__)
@@ -79,8 +88,11 @@ class DiscordAdapter(PlatformAdapter):
         self._gateway_url = gateway_url
         self._settings = settings
         # discord.py waits 5 s between the IDENTIFYs of the shards it runs.
-        shards = len(settings.shard_ids) if settings.shard_ids else (settings.shard_count or 1)
-        self._ready_timeout = ready_timeout + 5.5 * (shards - 1)
+        static = settings.shard_ids if isinstance(settings.shard_ids, list) else None
+        shards = len(static) if static else (settings.shard_count or 1)
+        self._ready_timeout = ready_timeout + (0 if settings.auto_shards else 5.5 * (shards - 1))
+        self._shard_ready_timeout = ready_timeout
+        self._shards: ShardConnections | None = None
         self._guild_ready_timeout = guild_ready_timeout
         self._stop_grace = stop_grace
         self._intake_attempts = max(1, intake_attempts)
@@ -114,15 +126,25 @@ class DiscordAdapter(PlatformAdapter):
             await self._login(client)
             if self._api_base and not self._gateway_url:
                 await self._discover_gateway(client)
-            connect = asyncio.create_task(client.connect(reconnect=True), name="discord-connect")
-            await self._wait_ready(connect)
+            if not self._settings.auto_shards:
+                connect = asyncio.create_task(client.connect(reconnect=True), name="discord-connect")
+                await wait_ready(self._ready, connect, self._ready_timeout)
         except BaseException:
-            await self._close(client, connect)
+            await close_client(client, connect)
             self._restore_endpoints()
             raise
         assert client.user is not None  # set by login
         self._client, self._connect, self._bot_id = client, connect, client.user.id
-        connect.add_done_callback(self._connection_ended)
+        if connect is not None:
+            connect.add_done_callback(self._connection_ended)
+        else:
+            self._shards = ShardConnections(
+                self,
+                self._shard_client,
+                self._token,
+                ready_timeout=self._shard_ready_timeout,
+                identify_interval=self._settings.identify_interval_seconds,
+            )
         self._worker = asyncio.create_task(self._intake(handler), name="discord-intake")
         await self._register_commands(client)
         _log.info("discord: started as %s (%s), %d guild(s)", client.user, client.user.id, len(client.guilds))
@@ -132,7 +154,10 @@ class DiscordAdapter(PlatformAdapter):
         client, self._client = self._client, None
         if client is None:
             return
-        await self._close(client, self._connect)
+        shards, self._shards = self._shards, None
+        if shards is not None:
+            await shards.close()
+        await close_client(client, self._connect)
         self._connect = None
         worker, self._worker = self._worker, None
         if worker is not None:
@@ -149,8 +174,41 @@ class DiscordAdapter(PlatformAdapter):
         self._restore_endpoints()
         _log.info("discord: stopped")
 
+    # --- shards claimed at run time (shard_ids: auto) ---------------------------------------------
+
+    @property
+    def auto_shards(self) -> bool:
+        return self._settings.auto_shards
+
+    async def recommended_shard_count(self) -> int:
+        """Discord's advice for this bot (``GET /gateway/bot``): the count when none is configured."""
+        client = self._require_client()
+        try:
+            count, _, _ = await client.http.get_bot_gateway()
+        except (discord.GatewayNotFound, aiohttp.ClientError, OSError) as exc:
+            raise AdapterError(f"Discord: could not ask for the recommended shard count: {exc}") from exc
+        return int(count)
+
+    async def run_shards(self, shard_ids: Collection[int], shard_count: int) -> frozenset[int]:
+        """Connect exactly these shards (``shard_ids: auto``); returns those that are connected."""
+        self._require_client()
+        if self._shards is None:
+            raise AdapterError("Discord: run_shards needs discord.shard_ids: auto")
+        return await self._shards.run(shard_ids, shard_count)
+
+    def _shard_client(self, events: ClientEvents, shard_id: int, shard_count: int) -> discord.Client:
+        return Client(
+            events,
+            intents=intents(),
+            guild_ready_timeout=self._guild_ready_timeout,
+            shard_id=shard_id,
+            shard_count=shard_count,
+        )
+
     def _build_client(self) -> discord.Client:
         options = {"intents": intents(), "guild_ready_timeout": self._guild_ready_timeout}
+        if self._settings.auto_shards:
+            return Client(self, **options)  # REST only: sends, slash commands; shards come later
         if self._settings.shard_ids is not None or self._settings.shard_count is not None:
             return ShardedClient(
                 self, shard_ids=self._settings.shard_ids, shard_count=self._settings.shard_count, **options
@@ -190,49 +248,6 @@ class DiscordAdapter(PlatformAdapter):
                 f"Discord: could not ask {discord.http.Route.BASE} for its gateway: {exc}"
             ) from exc
         set_gateway(url)
-
-    async def _wait_ready(self, connect: asyncio.Task[None]) -> None:
-        ready = asyncio.create_task(self._ready.wait())
-        try:
-            await asyncio.wait(
-                {ready, connect}, timeout=self._ready_timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            ready.cancel()
-        if self._ready.is_set():
-            return
-        gateway = DiscordWebSocket.DEFAULT_GATEWAY
-        if not connect.done():
-            raise AdapterError(
-                f"Discord: no READY from the gateway at {gateway} within {self._ready_timeout:g} s"
-            )
-        exc = connect.exception()
-        if isinstance(exc, discord.PrivilegedIntentsRequired):
-            raise AdapterError(
-                "Discord refused the message content intent: enable it for the bot in the Developer "
-                "Portal (Bot -> Privileged Gateway Intents -> Message Content)"
-            ) from exc
-        if isinstance(exc, discord.ConnectionClosed):
-            raise AdapterError(
-                f"Discord gateway closed the connection (code {exc.code}): {exc.reason}"
-            ) from exc
-        # discord.py 2.7 trips over its own None websocket after a failed first connect: the
-        # AttributeError's context is the real cause (refused connection, failed handshake).
-        cause = exc.__context__ if isinstance(exc, AttributeError) and exc.__context__ else exc
-        raise AdapterError(f"Discord: could not connect to the gateway at {gateway}: {cause}") from exc
-
-    @staticmethod
-    async def _close(client: discord.Client, connect: asyncio.Task[None] | None) -> None:
-        await client.close()
-        if connect is None:
-            return
-        if not connect.done():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(connect), 5.0)
-            connect.cancel()
-        results = await asyncio.gather(connect, return_exceptions=True)
-        if isinstance(results[0], discord.ConnectionClosed):
-            _log.debug("discord: connection closed: %s", results[0])
 
     def _connection_ended(self, task: asyncio.Task[None]) -> None:
         if self._client is not None and not task.cancelled() and task.exception() is not None:
@@ -428,6 +443,8 @@ def _reference(target: OutboundTarget, channel_id: int) -> discord.MessageRefere
 
 def _check_shards(settings: DiscordSettings) -> None:
     ids, count = settings.shard_ids, settings.shard_count
+    if ids == "auto":
+        return
     if ids is not None and count is None:
         raise ConfigError("HYGIEIA_DISCORD__SHARD_IDS needs HYGIEIA_DISCORD__SHARD_COUNT")
     if count is not None and (count < 1 or any(not 0 <= i < count for i in ids or ())):

@@ -40,17 +40,32 @@ def intents() -> discord.Intents:
     return wanted
 
 
+_pointed: list[object] = []  # one token per adapter that called point_at and has not restored yet
+_original: tuple[str, yarl.URL] = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
+
+
 def point_at(api_base: str | None, gateway_url: str | None) -> Callable[[], None]:
-    """Set discord.py's REST base and default gateway (when given); returns the restorer."""
-    previous_base, previous_gateway = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    """Set discord.py's REST base and default gateway (when given); returns the restorer.
+
+    Several adapters in one process (tests; a node running shards) share the class attributes:
+    the values found before the first one are put back when the last one restores, so that
+    stopping one adapter never points the others' reconnects elsewhere.
+    """
+    global _original
+    if not _pointed:
+        _original = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
+    token = object()
+    _pointed.append(token)
     if api_base:
         Route.BASE = api_base.rstrip("/")
     if gateway_url:
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
 
     def restore() -> None:
-        Route.BASE = previous_base
-        DiscordWebSocket.DEFAULT_GATEWAY = previous_gateway
+        if token in _pointed:
+            _pointed.remove(token)
+        if not _pointed:
+            Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = _original
 
     return restore
 
@@ -89,7 +104,7 @@ class Client(_Forwarding, discord.Client):
 
 
 class ShardedClient(_Forwarding, discord.AutoShardedClient):
-    """Several shards in one process (``shard_ids``/``shard_count``); not exercised by the tests."""
+    """The shards ``discord.shard_ids`` names (of ``shard_count``) in one process."""
 
     def __init__(self, events: ClientEvents, **options: Any) -> None:
         super().__init__(**options)

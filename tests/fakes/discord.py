@@ -112,6 +112,7 @@ class FakeDiscord(GatewaySocket):
         guilds: Mapping[int, Sequence[int]] | None = None,
         heartbeat_interval: int = 41_250,
         rate_limit: tuple[int, float] = (5, 5.0),
+        shards: int = 1,
     ) -> None:
         self.token = token
         self.bot_user: dict[str, Any] = wire.user(bot_id, bot_name, bot=True)
@@ -119,6 +120,7 @@ class FakeDiscord(GatewaySocket):
             g: list(c) for g, c in (guilds or {GUILD_ID: [CHANNEL_ID]}).items()
         }
         self.heartbeat_interval = heartbeat_interval
+        self.recommended_shards = shards  # what GET /gateway/bot advises
         self.sent: list[SentMessage] = []
         self.requests: list[ApiCall] = []
         self.typing: list[int] = []
@@ -132,6 +134,7 @@ class FakeDiscord(GatewaySocket):
         self._files: dict[str, FakeAttachment] = {}
         self._sessions: dict[str, Session] = {}
         self._sockets: set[web.WebSocketResponse] = set()
+        self._dropped: set[web.WebSocketResponse] = set()
         self._failures: defaultdict[str, deque[_Failure]] = defaultdict(deque)
         self._buckets = wire.Buckets(*rate_limit)
         self._sent_changed = asyncio.Condition()
@@ -330,7 +333,9 @@ class FakeDiscord(GatewaySocket):
             return wire.json_response({"url": self.gateway_url})
         if template == "/gateway/bot":
             limit = {"total": 1000, "remaining": 999, "reset_after": 86_400_000, "max_concurrency": 1}
-            return wire.json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+            return wire.json_response(
+                {"url": self.gateway_url, "shards": self.recommended_shards, "session_start_limit": limit}
+            )
         assert channel_id is not None
         channel = self._channels.get(channel_id)
         if channel is None:

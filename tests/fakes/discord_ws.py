@@ -33,6 +33,7 @@ class GatewaySocket:
 
     _sessions: dict[str, Session]
     _sockets: set[web.WebSocketResponse]
+    _dropped: set[web.WebSocketResponse]  # closed by the fake (resumable), not by the client
     token: str
     bot_user: dict[str, Any]
     guilds: dict[int, list[int]]
@@ -45,7 +46,9 @@ class GatewaySocket:
     def dispatch(self, event: str, data: Any, *, guild_id: int | None = None) -> None:
         """Send a dispatch (op 0) to every session whose shard owns ``guild_id`` (DMs: shard 0).
 
-        A session whose socket is down keeps the event and replays it on RESUME.
+        The owner is ``(guild_id >> 22) % shard_count``, as Discord routes, with each session's
+        own ``shard_count`` from its IDENTIFY. A session whose socket is down keeps the event and
+        replays it on RESUME; a closed session (its client disconnected) gets nothing more.
         """
         for session in self._sessions.values():
             shard_id, shard_count = session.shard
@@ -53,9 +56,14 @@ class GatewaySocket:
             if owner == shard_id:
                 self._send_dispatch(session, event, data)
 
+    def connected_shards(self) -> list[tuple[int, int]]:
+        """(shard_id, shard_count) of every session with a live socket, sorted (duplicates kept)."""
+        return sorted(s.shard for s in self._sessions.values() if s.outbox is not None)
+
     async def drop_connections(self, code: int = 4000) -> None:
         """Close every gateway socket with a resumable close code (the client should RESUME)."""
         for ws in list(self._sockets):
+            self._dropped.add(ws)
             await ws.close(code=code)
 
     # --- gateway --------------------------------------------------------------------------------
@@ -79,26 +87,37 @@ class GatewaySocket:
                     self.heartbeats += 1
                     outbox.put_nowait(wire.frame(11, None))
                 elif op == 2:
-                    session = self._identify(data, outbox)
-                    if session is None:
-                        await ws.close(code=4004, message=b"Authentication failed.")
+                    identified = self._identify(data, outbox)
+                    if isinstance(identified, Session):
+                        session = identified
+                    else:
+                        code, reason = identified
+                        await ws.close(code=code, message=reason)
                 elif op == 6:
                     session = self._resume(data, outbox)
         finally:
             if session is not None and session.outbox is outbox:
                 session.outbox = None
+                if ws.close_code == 1000 and ws not in self._dropped:
+                    self._sessions.pop(session.id, None)  # the client closed: no RESUME, no more events
+            self._dropped.discard(ws)
             outbox.put_nowait(None)
             await asyncio.gather(writer, return_exceptions=True)
             self._sockets.discard(ws)
         return ws
 
-    def _identify(self, data: dict[str, Any], outbox: asyncio.Queue[str | None]) -> Session | None:
+    def _identify(
+        self, data: dict[str, Any], outbox: asyncio.Queue[str | None]
+    ) -> Session | tuple[int, bytes]:
+        """A new session, or the close code and reason Discord would answer with."""
         if data.get("token") != self.token:
-            return None
+            return 4004, b"Authentication failed."
+        shard_id, shard_count = (int(v) for v in data.get("shard") or (0, 1))
+        if not 0 <= shard_id < shard_count:
+            return 4010, b"Invalid shard."
         self.identify_count += 1
         self.identify_payloads.append(data)
-        shard = tuple(data.get("shard") or (0, 1))
-        session = Session(f"fake-session-{next(self._session_ids)}", (int(shard[0]), int(shard[1])))
+        session = Session(f"fake-session-{next(self._session_ids)}", (shard_id, shard_count))
         session.outbox = outbox
         self._sessions[session.id] = session
         mine = [g for g in self.guilds if (g >> 22) % session.shard[1] == session.shard[0]]
