@@ -105,6 +105,13 @@ class PlatformAdapter(ABC):
     async def start(self, handler: InboundHandler) -> None:
         """Connect and begin delivering inbound messages to ``handler``."""
 
+    sends_alone: bool = False
+    """Can :meth:`start_sending`: connect for sending only (REST), without intake."""
+
+    async def start_sending(self) -> None:
+        """Connect for sending only, no intake (a cluster worker delivers any reply this way)."""
+        raise AdapterError(f"{self.name} cannot send without its intake")
+
     @abstractmethod
     async def stop(self) -> None:
         """Stop intake and disconnect; idempotent."""

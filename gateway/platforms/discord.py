@@ -56,6 +56,7 @@ class DiscordAdapter(PlatformAdapter):
     text_limit = 2000
     text_format = "markdown"
     streams = True
+    sends_alone = True
 
     def __init__(
         self,
@@ -126,6 +127,24 @@ class DiscordAdapter(PlatformAdapter):
         self._worker = asyncio.create_task(self._intake(handler), name="discord-intake")
         await self._register_commands(client)
         _log.info("discord: started as %s (%s), %d guild(s)", client.user, client.user.id, len(client.guilds))
+
+    async def start_sending(self) -> None:
+        """REST only (login, then posts and edits): no gateway connection, so any number of processes
+        may hold one without receiving every event twice. Slash-command answers need the
+        interaction's holder; here they go to the channel as ordinary messages."""
+        if self._client is not None:
+            raise AdapterError("Discord adapter is already started")
+        self._restore = point_at(self._api_base, self._gateway_url)
+        client = self._build_client()
+        try:
+            await self._login(client)
+        except BaseException:
+            await self._close(client, None)
+            self._restore_endpoints()
+            raise
+        assert client.user is not None  # set by login
+        self._client, self._bot_id = client, client.user.id
+        _log.info("discord: sending as %s (no intake here)", client.user)
 
     async def stop(self) -> None:
         """Stop receiving, let queued messages reach the gateway (up to ``stop_grace``), disconnect."""

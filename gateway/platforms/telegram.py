@@ -121,6 +121,7 @@ class TelegramAdapter(PlatformAdapter):
     text_limit = 4096
     text_format = "html"
     streams = True
+    sends_alone = True
 
     def __init__(
         self,
@@ -182,6 +183,21 @@ class TelegramAdapter(PlatformAdapter):
             await _teardown(app)
             raise AdapterError(f"Telegram: could not start: {exc}") from exc
         _log.info("telegram: started as @%s (%s)", self._me.username, self._settings.mode)
+
+    async def start_sending(self) -> None:
+        """The Bot API client only (getMe, then sendMessage and friends): no polling, no webhook, so
+        any number of processes may hold one while a single one polls."""
+        if self._app is not None:
+            raise AdapterError("Telegram adapter is already started")
+        app = self._build(_CommitGatedQueue())
+        try:
+            await app.initialize()  # getMe
+        except (TelegramError, OSError) as exc:
+            await _teardown(app)
+            raise AdapterError(f"Telegram: could not start: {exc}") from exc
+        self._me = BotIdentity(id=app.bot.id, username=app.bot.username)
+        self._app = app
+        _log.info("telegram: sending as @%s (no intake here)", self._me.username)
 
     async def stop(self) -> None:
         """Stop intake first (no further confirmations), then let the update in flight finish or abort."""
