@@ -98,8 +98,13 @@ class Election:
         return None
 
     async def start(self) -> None:
+        """One election round inline (a lone process leads before ``start`` returns), then the loops."""
         self._stopping = False
-        self._tasks = [asyncio.create_task(self._run(slot), name=f"election {slot.lease}") for slot in self._slots]
+        first = [await self._attempt(slot) for slot in self._slots]
+        self._tasks = [
+            asyncio.create_task(self._run(slot, wait), name=f"election {slot.lease}")
+            for slot, wait in zip(self._slots, first, strict=True)
+        ]
 
     async def stop(self) -> None:
         self._stopping = True
@@ -110,31 +115,33 @@ class Election:
         for slot in self._slots:
             await self._resign(slot, release=True)
 
-    async def _run(self, slot: IntakeSlot) -> None:
-        renew_every, retry_every = self._ttl / 3, self._ttl / 4
+    async def _run(self, slot: IntakeSlot, wait: float) -> None:
         while not self._stopping:
-            try:
-                lease = await self._store.lease_acquire(
-                    slot.lease, self._state.worker_id, ttl_seconds=self._ttl, now=self._clock()
-                )
-            except Exception:  # the database is away: leadership holds only until the lease runs out
-                _log.exception("intake election: could not reach the database", extra={"lease": slot.lease})
-                expires = self._state.slots[slot.lease].expires_at
-                if expires is not None and expires <= self._clock():
-                    await self._resign(slot, release=False)
-                await asyncio.sleep(retry_every)
-                continue
-            if lease is None:
+            await asyncio.sleep(wait)
+            wait = await self._attempt(slot)
+
+    async def _attempt(self, slot: IntakeSlot) -> float:
+        """Take or renew the slot's lease, start or stop its intake; the seconds until the next try."""
+        renew_every, retry_every = self._ttl / 3, self._ttl / 4
+        try:
+            lease = await self._store.lease_acquire(
+                slot.lease, self._state.worker_id, ttl_seconds=self._ttl, now=self._clock()
+            )
+        except Exception:  # the database is away: leadership holds only until the lease runs out
+            _log.exception("intake election: could not reach the database", extra={"lease": slot.lease})
+            expires = self._state.slots[slot.lease].expires_at
+            if expires is not None and expires <= self._clock():
                 await self._resign(slot, release=False)
-                await asyncio.sleep(retry_every)
-                continue
-            self._note(slot, lease)
-            if slot.lease not in self._running and not await self._lead(slot):
-                await self._store.lease_release(slot.lease, self._state.worker_id)
-                self._state.slots[slot.lease].leading = False
-                await asyncio.sleep(retry_every)
-                continue
-            await asyncio.sleep(renew_every)
+            return retry_every
+        if lease is None:
+            await self._resign(slot, release=False)
+            return retry_every
+        self._note(slot, lease)
+        if slot.lease not in self._running and not await self._lead(slot):
+            await self._store.lease_release(slot.lease, self._state.worker_id)
+            self._state.slots[slot.lease].leading = False
+            return retry_every
+        return renew_every
 
     def _note(self, slot: IntakeSlot, lease: Lease) -> None:
         state = self._state.slots[slot.lease]
@@ -142,7 +149,9 @@ class Election:
             state.took_over_at = self._clock()
             state.elections_won += 1
             _log.info(
-                "intake election: leading %s (generation %d)", slot.lease, lease.generation,
+                "intake election: leading %s (generation %d)",
+                slot.lease,
+                lease.generation,
                 extra={"lease": slot.lease, "generation": lease.generation},
             )
         state.leading, state.generation, state.expires_at = True, lease.generation, lease.expires_at

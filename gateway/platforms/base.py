@@ -108,6 +108,10 @@ class PlatformAdapter(ABC):
     sends_alone: bool = False
     """Can :meth:`start_sending`: connect for sending only (REST), without intake."""
 
+    def twin(self) -> PlatformAdapter:
+        """A fresh, unstarted adapter with this one's configuration (a sender next to an intake)."""
+        raise AdapterError(f"{self.name} has no twin")
+
     async def start_sending(self) -> None:
         """Connect for sending only, no intake (a cluster worker delivers any reply this way)."""
         raise AdapterError(f"{self.name} cannot send without its intake")

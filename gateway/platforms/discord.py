@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import aiohttp
 import discord
@@ -76,6 +77,17 @@ class DiscordAdapter(PlatformAdapter):
             raise ConfigError("DISCORD_BOT_TOKEN: empty")
         _check_shards(settings)
         self._token = token
+        self._options: dict[str, Any] = {
+            "api_base": api_base,
+            "gateway_url": gateway_url,
+            "settings": settings,
+            "ready_timeout": ready_timeout,
+            "guild_ready_timeout": guild_ready_timeout,
+            "stop_grace": stop_grace,
+            "intake_attempts": intake_attempts,
+            "max_text_file_bytes": max_text_file_bytes,
+            "commands": commands,
+        }
         self._api_base = api_base
         self._gateway_url = gateway_url
         self._settings = settings
@@ -127,6 +139,9 @@ class DiscordAdapter(PlatformAdapter):
         self._worker = asyncio.create_task(self._intake(handler), name="discord-intake")
         await self._register_commands(client)
         _log.info("discord: started as %s (%s), %d guild(s)", client.user, client.user.id, len(client.guilds))
+
+    def twin(self) -> DiscordAdapter:
+        return DiscordAdapter(self._token, **self._options)
 
     async def start_sending(self) -> None:
         """REST only (login, then posts and edits): no gateway connection, so any number of processes

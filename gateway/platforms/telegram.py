@@ -141,6 +141,14 @@ class TelegramAdapter(PlatformAdapter):
                 "webhook mode needs HYGIEIA_TELEGRAM__WEBHOOK_URL and HYGIEIA_TELEGRAM__WEBHOOK_SECRET"
             )
         self._token = token
+        self._options: dict[str, Any] = {
+            "base_url": base_url,
+            "settings": settings,
+            "max_text_file_bytes": max_text_file_bytes,
+            "max_download_bytes": max_download_bytes,
+            "max_send_attempts": max_send_attempts,
+            "stop_grace": stop_grace,
+        }
         self._root = base_url.rstrip("/") if base_url else None
         self._settings = settings
         self._limits = DownloadLimits(max_text_file_bytes, max(max_download_bytes, max_text_file_bytes))
@@ -183,6 +191,11 @@ class TelegramAdapter(PlatformAdapter):
             await _teardown(app)
             raise AdapterError(f"Telegram: could not start: {exc}") from exc
         _log.info("telegram: started as @%s (%s)", self._me.username, self._settings.mode)
+
+    def twin(self) -> TelegramAdapter:
+        other = TelegramAdapter(self._token, **self._options)
+        other._commands = list(self._commands)
+        return other
 
     async def start_sending(self) -> None:
         """The Bot API client only (getMe, then sendMessage and friends): no polling, no webhook, so
