@@ -29,6 +29,7 @@ import aiohttp
 from aiohttp import web
 from PIL import Image, UnidentifiedImageError
 
+from tests.fakes.gate import SendGate
 from tests.fakes.telegram_html import EntityParseError, parse_html, utf16_units
 from tests.fakes.telegram_poll import PollDesk
 from tests.fakes.telegram_wire import (
@@ -84,6 +85,7 @@ class FakeTelegram:
         self.webhook: dict[str, Any] | None = None
         self.acked_offset = 0
         self._polls = PollDesk()
+        self.gate = SendGate()  # tests that kill clients hold it around the kill (tests/fakes/gate.py)
         self._pending: list[dict[str, Any]] = []
         self._update_ids = itertools.count(first_update_id)
         self._message_ids: defaultdict[int | str, itertools.count[int]] = defaultdict(
@@ -300,6 +302,8 @@ class FakeTelegram:
         params = await read_params(request)
         call = ApiCall(method, params)
         self._polls.request(request)
+        if method in ("sendMessage", "editMessageText") and not await self.gate.passage(request):
+            return web.Response(status=499)
         self.requests.append(call)
         failures = self._failures.get(method)
         if failures:
