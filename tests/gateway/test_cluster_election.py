@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from agent.errors import ConfigError
 from gateway.cluster.election import ClusterState, Election, IntakeSlot
-from gateway.cluster.metrics import render
+from gateway.cluster.metrics import MetricsServer, render
 from gateway.cluster.roles import check_role, intake_lease
 from gateway.store.repository import Store
 from tests.fakes.telegram import FakeTelegram
@@ -112,3 +113,15 @@ def test_the_cli_refuses_a_worker_role_on_sqlite_in_one_line(tmp_path: Path) -> 
         "error: --role worker needs PostgreSQL (HYGIEIA_DATABASE_URL); SQLite runs one process "
         "with --role all"
     ]
+
+
+async def test_each_process_can_serve_its_own_metrics() -> None:
+    state = ClusterState("worker", "host:1:abcd", clustered=True)
+    server = MetricsServer(state, "127.0.0.1", 0)
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+    finally:
+        server.stop()
+    assert b'hygieia_node_info{node="host:1:abcd",role="worker"} 1.0' in body
