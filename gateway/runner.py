@@ -206,12 +206,14 @@ class Service:
         store = Store(db)
         worker_id = default_worker_id()
         clustered = db.dialect == "postgresql"
-        # On PostgreSQL the platforms' intakes are elected (one per cluster) and replies go out
-        # through send-only adapters; only adapters that cannot send alone (the console) run here.
-        local = [a for a in adapters if not (clustered and a.sends_alone)]
-        if checked == "worker":
-            local = [a for a in local if a.sends_alone]
+        # On PostgreSQL an intake that must be unique (a poller, a gateway connection) is elected,
+        # one per cluster; a shared one (Telegram webhooks) and the console run on every intake node.
+        # Workers send through send-only twins of the platform adapters.
         remote = [a for a in adapters if clustered and a.sends_alone]
+        elected = [a for a in remote if not a.shared_intake]
+        local = [a for a in adapters if a not in elected]
+        if clustered and not runs_intake(checked):
+            local = []
         senders = {a.name: a.twin() for a in remote} if runs_worker(checked) else {}
         state = ClusterState(checked, worker_id, clustered)
         cell: list[ClusterRuntime] = []
@@ -279,7 +281,7 @@ class Service:
                 settings.cluster,
                 state,
                 senders=senders,
-                slots=intake_slots(remote) if runs_intake(checked) else [],
+                slots=intake_slots(elected) if runs_intake(checked) else [],
                 handler=lambda message: gateway.intake(message),  # looked up late, as start() does
                 poll_inbox=gateway.poll_inbox,
             )

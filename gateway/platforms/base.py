@@ -108,6 +108,13 @@ class PlatformAdapter(ABC):
     sends_alone: bool = False
     """Can :meth:`start_sending`: connect for sending only (REST), without intake."""
 
+    @property
+    def shared_intake(self) -> bool:
+        """True when several processes may run this intake at once (a webhook behind a load
+        balancer: each update goes to one of them); False when one must be elected (a poller, a
+        gateway connection that would see every event twice)."""
+        return False
+
     def twin(self) -> PlatformAdapter:
         """A fresh, unstarted adapter with this one's configuration (a sender next to an intake)."""
         raise AdapterError(f"{self.name} has no twin")

@@ -192,6 +192,12 @@ class TelegramAdapter(PlatformAdapter):
             raise AdapterError(f"Telegram: could not start: {exc}") from exc
         _log.info("telegram: started as @%s (%s)", self._me.username, self._settings.mode)
 
+    @property
+    def shared_intake(self) -> bool:
+        """Webhook mode runs on every intake node (the inbox stores a redelivered update once);
+        polling is elected (Telegram answers a second poller 409)."""
+        return self._settings.mode == "webhook"
+
     def twin(self) -> TelegramAdapter:
         other = TelegramAdapter(self._token, **self._options)
         other._commands = list(self._commands)

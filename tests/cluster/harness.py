@@ -102,11 +102,19 @@ class Cluster:
             return None
         return int(held.owner.split(":")[-2])
 
+    def listening(self, lease: str) -> bool:
+        """The intake behind ``lease`` is receiving: polling Telegram, or identified on Discord's
+        gateway (Discord drops events for a bot that is not connected, as the real one does)."""
+        if lease.endswith("telegram"):
+            return bool(self.telegram.calls("getUpdates"))
+        return self.discord.identify_count > 0
+
     async def wait_for_leader(self, lease: str, pid: int | None = None, within: float = 60.0) -> int:
+        """The leader's pid once it holds ``lease`` and its intake is receiving."""
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             found = await self.leader_pid(lease)
-            if found is not None and (pid is None or found == pid):
+            if found is not None and (pid is None or found == pid) and self.listening(lease):
                 return found
             for node in self.nodes:
                 if node.proc.returncode not in (None, -signal.SIGKILL):

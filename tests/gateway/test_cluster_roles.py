@@ -70,3 +70,21 @@ async def test_an_intake_stores_and_a_worker_serves_and_delivers(
             await worker.stop()
     finally:
         await intake.stop()
+
+
+@only("postgresql")
+async def test_telegram_webhooks_run_on_every_intake_node_polling_is_elected(
+    tmp_path: Path, db_url: str, store: Store, telegram: FakeTelegram, anthropic: FakeAnthropic
+) -> None:
+    hook = {"mode": "webhook", "webhook_url": "http://127.0.0.1:1/hook", "webhook_secret": "s3cret-token"}
+    for mode, elected in (({}, True), (hook, False)):
+        settings = make_settings(tmp_path, db_url, telegram, anthropic, telegram=mode or {"poll_timeout": 1})
+        service = await Service.build(settings, build_adapters(settings, ["telegram"]), migrate=False)
+        try:
+            assert service.cluster is not None
+            assert [s.lease for s in service.cluster.election._slots] == (
+                ["intake:telegram"] if elected else []
+            )
+            assert [a.name for a in service.adapters] == ([] if elected else ["telegram"])
+        finally:
+            await service.db.dispose()
