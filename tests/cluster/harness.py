@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from gateway.store.db import Database
+from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.discord import FakeDiscord
@@ -225,13 +226,7 @@ async def cluster(
             }
             | (extra_env or {})
         )
-        migrate = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway.cli", "migrate",
-            env=env | {"HYGIEIA_DATA_DIR": str(tmp / "migrate")}, cwd=ROOT,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        _, migrate_err = await migrate.communicate()
-        assert migrate.returncode == 0, migrate_err.decode()
+        await upgrade_to_head(url_text)  # once, before the nodes (each would race to migrate)
         db = Database(url_text)
         await db.connect()
         found = Cluster(url_text, tmp, tg, dc, llm, Store(db), env)

@@ -13,7 +13,7 @@ message and our commit would send that one message again; the gate makes sure no
 that window at the kill, so "no reply twice" is exact rather than likely. Everything else (turns
 cut off mid-model-call, claimed inbox items and outbox rows, the intake lease) dies as it is.
 
-Reduced by default (12 chats x 6 messages, seeded by construction: fixed chat ids and texts);
+Reduced by default (12 chats x 5 messages, seeded by construction: fixed chat ids and texts);
 ``-m full`` runs the issue's 60 chats x 10 messages.
 """
 
@@ -69,9 +69,9 @@ async def scenario(tmp_path: Path, chats: int, per_chat: int) -> Outcome:
     began = time.monotonic()
     async with cluster(POSTGRES_URL, tmp_path) as c:
         leader = await c.start_node("n1", "--platform", "telegram")
-        await c.wait_for_leader("intake:telegram", leader.pid)
-        second = await c.start_node("n2")
         worker = await c.start_node("n3", "--role", "worker")
+        await c.wait_for_leader("intake:telegram", leader.pid)
+        second = await c.start_node("n2")  # after n1 leads Telegram: n2 is its standby
         await c.wait_for_leader("intake:discord", second.pid)
         users = c.chats(chats)
         total = chats * per_chat
@@ -114,7 +114,7 @@ async def scenario(tmp_path: Path, chats: int, per_chat: int) -> Outcome:
 
 
 async def test_cluster_survives_killing_the_telegram_leader_and_a_worker(tmp_path: Path) -> None:
-    outcome = await scenario(tmp_path, chats=12, per_chat=6)
+    outcome = await scenario(tmp_path, chats=12, per_chat=5)
     assert outcome.failover_seconds <= INTAKE_LEASE_SECONDS * 1.25 + 5.0
 
 
