@@ -41,6 +41,14 @@ def run(
         list[str] | None,
         typer.Option("--platform", "-p", help="console, telegram or discord; repeat for several."),
     ] = None,
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role",
+            help="all (default): intake and worker; intake: platform intake only; worker: serve the inbox "
+            "and deliver, no intake. intake/worker need PostgreSQL (README: Scale-out).",
+        ),
+    ] = "all",
 ) -> None:
     """Start the service (migrates the database first) and serve until interrupted."""
     settings = settings_or_exit()
@@ -56,8 +64,17 @@ def run(
             f"[red]--platform:[/red] unknown {', '.join(unknown)}; choose from console, telegram, discord"
         )
         raise typer.Exit(2)
+    from gateway.cluster.roles import check_role
+    from gateway.runner import dialect_of
+
+    try:
+        check_role(role, dialect_of(settings))
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
     configure_logging(settings, chat=chats_on_this_terminal(settings, platform))
-    code = run_async(lambda: run_service(settings, list(platform) if platform else None))
+    chosen = list(platform) if platform else None
+    code = run_async(lambda: run_service(settings, chosen, role=role))
     raise typer.Exit(code)
 
 

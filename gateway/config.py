@@ -277,6 +277,29 @@ class SchedulerSettings(BaseModel):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
 
 
+class ClusterSettings(BaseModel):
+    """Keys under ``cluster:``: several ``hygieia run`` processes on one PostgreSQL database.
+
+    On SQLite (one process) none of these apply. See README "Scale-out".
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    intake_lease_seconds: float = Field(9.0, ge=2.0, le=300.0)
+    """How long a platform's intake leadership lasts unrenewed: a standby takes over within this
+    plus ``intake_lease_seconds / 4`` (its retry interval) plus the adapter's start."""
+    session_lease_seconds: float | None = Field(None, ge=2.0, le=3600.0)
+    """How long a worker's claim on a session's inbox items lasts unrenewed (renewed every third
+    of it): a dead worker's chats move on after this. Default: 300 s on PostgreSQL."""
+    outbox_lease_seconds: float = Field(120.0, ge=2.0, le=3600.0)
+    """How long a delivery round owns a chat's due replies before another worker may send them."""
+    inbox_poll_seconds: float = Field(0.5, ge=0.05, le=60.0)
+    """How often a worker looks for inbox items received by another process."""
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    """Serve this process's own ``/metrics`` (role, leadership, leases) on this port; unset: none."""
+    metrics_host: str = "127.0.0.1"
+
+
 class Settings(BaseSettings):
     """Every setting of the service. Build it with :func:`load_settings`."""
 
@@ -330,6 +353,7 @@ class Settings(BaseSettings):
     media: MediaSettings = Field(default_factory=MediaSettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
 
     _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(_split_csv)
 

@@ -22,6 +22,7 @@ from agent.errors import AdapterError
 from gateway.failures import UNDELIVERED
 from gateway.platforms.base import OutboundTarget, PlatformAdapter
 from gateway.splitter import DEFAULT_MAX_PARTS, split_message
+from gateway.store.queue_ops import outbox_chat_lease
 from gateway.store.records import OutboxRecord
 from gateway.store.repository import Store
 
@@ -69,8 +70,11 @@ class Delivery:
         lease_seconds: float = 120.0,
         max_parts: int | None = DEFAULT_MAX_PARTS,
         clock: Callable[[], datetime] = utcnow,
+        owner: str | None = None,
     ) -> None:
         self._store = store
+        # With an owner (several workers deliver), each round takes its chats' leases: per-chat order.
+        self._owner = owner
         self._adapters = adapters
         self._max_attempts = max_attempts
         self._base_delay = base_delay
@@ -130,7 +134,11 @@ class Delivery:
         """Deliver every due row once (in order per chat, chats concurrently); returns how many were due."""
         async with self._round:
             rows = await self._store.outbox_claim(
-                now=self._clock(), lease_seconds=self._lease, platforms=list(self._adapters), limit=200
+                now=self._clock(),
+                lease_seconds=self._lease,
+                platforms=list(self._adapters),
+                limit=200,
+                owner=self._owner,
             )
             by_chat: dict[tuple[str, str], list[OutboxRecord]] = {}
             for row in rows:
@@ -140,8 +148,16 @@ class Delivery:
             return len(rows)
 
     async def _deliver_chat(self, rows: list[OutboxRecord]) -> None:
-        for row in rows:
-            await self.deliver(row)
+        try:
+            for row in rows:
+                await self.deliver(row)
+        finally:
+            if self._owner is not None:
+                # The chat is free for any worker's next round (its lease would expire anyway).
+                try:
+                    await self._store.lease_release(outbox_chat_lease(rows[0].target), self._owner)
+                except Exception:  # the lease then runs out on its own
+                    _log.warning("could not release a chat's delivery lease", exc_info=True)
 
     async def deliver(self, row: OutboxRecord) -> bool:
         """Send one row; True when it is now sent."""

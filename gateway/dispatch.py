@@ -214,6 +214,10 @@ class Gateway:
         async with self._locks.hold(key):
             yield True
 
+    async def poll_inbox(self) -> None:
+        """Serve what another process received (a cluster worker calls this every so often)."""
+        await self._kick_claimable()
+
     def wake(self, key: str) -> None:
         """Serve ``key``'s pending inbox items now (a scheduled job has just queued one)."""
         self._kick(key)

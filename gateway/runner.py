@@ -15,9 +15,11 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy.engine import make_url
 
 from agent.compressor import ContextCompressor
 from agent.errors import ConfigError
@@ -28,10 +30,14 @@ from agent.provider import LLMProvider
 from agent.tokens import estimate_text_tokens, model_info
 from agent.tools import ToolRegistry, default_registry
 from agent.tools.schedule import ScheduleTool
+from gateway.cluster.election import ClusterState, IntakeSlot
+from gateway.cluster.roles import Role, check_role, intake_lease, runs_intake, runs_worker
+from gateway.cluster.routes import SendRoutes
+from gateway.cluster.runtime import ClusterRuntime
 from gateway.commands import command_specs
 from gateway.config import Settings
 from gateway.delivery import Delivery
-from gateway.dispatch import Gateway
+from gateway.dispatch import Gateway, default_worker_id
 from gateway.job_setup import JobParts, build_jobs, task_book
 from gateway.jobs import ClusterJobs
 from gateway.platforms.base import PlatformAdapter
@@ -137,6 +143,26 @@ def default_lease(db: Database) -> float:
     return SQLITE_LEASE_SECONDS if db.dialect == "sqlite" else POSTGRES_LEASE_SECONDS
 
 
+def intake_slots(adapters: Sequence[PlatformAdapter]) -> list[IntakeSlot]:
+    """One elected intake per platform that can send on its own (Telegram, Discord); the leader
+    (re)starts the given adapter (adapters are restartable after ``stop``).
+
+    The hook for Discord sharding: a slot is a lease name plus a builder, so one slot per shard
+    group (lease ``intake:discord:<ids>``, building a DiscordAdapter with those shard ids) lets
+    each group be led by a different process.
+    """
+
+    def same(adapter: PlatformAdapter) -> Callable[[], PlatformAdapter]:
+        return lambda: adapter
+
+    return [IntakeSlot(intake_lease(a.name), a.name, same(a)) for a in adapters if a.sends_alone]
+
+
+def dialect_of(settings: Settings) -> str:
+    """``sqlite`` or ``postgresql`` (the backend of the configured URL), before connecting."""
+    return make_url(settings.resolved_database_url).get_backend_name()
+
+
 def tool_tokens(tools: ToolRegistry) -> int:
     definitions = tools.definitions()
     return estimate_text_tokens(json.dumps(definitions, ensure_ascii=False)) if definitions else 0
@@ -156,7 +182,11 @@ class Service:
     gateway: Gateway
     scheduler: ClusterJobs
     adapters: list[PlatformAdapter]
+    role: Role = "all"
+    cluster: ClusterRuntime | None = None
+    """Set on PostgreSQL: elected intakes, send-only adapters, heartbeat (gateway.cluster)."""
     shard_claims: ShardClaimer | None = None
+    """Set by :meth:`start` with ``discord.shard_ids: auto``: the shards this node claimed."""
 
     @classmethod
     async def build(
@@ -167,14 +197,36 @@ class Service:
         provider: LLMProvider | None = None,
         migrate: bool = True,
         lease_seconds: float | None = None,
+        role: str = "all",
     ) -> Service:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         url = settings.resolved_database_url
+        checked = check_role(role, dialect_of(settings))
         if migrate:
             await upgrade_to_head(url)
         db = Database(url)
         await db.connect()
         store = Store(db)
+        worker_id = default_worker_id()
+        clustered = db.dialect == "postgresql"
+        # On PostgreSQL an intake that must be unique (a poller, a gateway connection) is elected,
+        # one per cluster; a shared one (Telegram webhooks) and the console run on every intake node.
+        # Workers send through send-only twins of the platform adapters.
+        remote = [a for a in adapters if clustered and a.sends_alone]
+        elected = [a for a in remote if not a.shared_intake]
+        local = [a for a in adapters if a not in elected]
+        if clustered and not runs_intake(checked):
+            local = []
+        senders = {a.name: a.twin() for a in remote} if runs_worker(checked) else {}
+        state = ClusterState(checked, worker_id, clustered)
+        cell: list[ClusterRuntime] = []
+        routes: Mapping[str, PlatformAdapter] = {a.name: a for a in adapters}
+        if clustered:
+            routes = SendRoutes(
+                {**senders, **{a.name: a for a in local}},
+                lambda platform: cell[0].intake(platform) if cell else None,
+                [a.name for a in adapters],
+            )
         provider = provider if provider is not None else build_provider(settings)
         prices = settings.model_prices or None
         engine = ContextCompressor(
@@ -195,7 +247,9 @@ class Service:
         )
         delivery = Delivery(
             store,
-            {adapter.name: adapter for adapter in adapters},
+            routes,
+            owner=worker_id if clustered else None,
+            lease_seconds=settings.cluster.outbox_lease_seconds,
             max_attempts=settings.delivery.outbox_max_attempts,
             base_delay=settings.delivery.retry_base_seconds,
             max_delay=settings.delivery.retry_max_seconds,
@@ -217,16 +271,46 @@ class Service:
             directory=directory,
             tools=tools.definitions(),
             tool_tokens=tool_tokens(tools),
-            lease_seconds=lease_seconds if lease_seconds is not None else default_lease(db),
+            lease_seconds=lease_seconds or settings.cluster.session_lease_seconds or default_lease(db),
             tasks=tasks,
+            worker_id=worker_id,
         )
         parts = JobParts(store, gateway, engine, directory, tools.definitions, tasks)
         scheduler = build_jobs(settings, parts)
-        return cls(settings, db, store, provider, engine, agent, delivery, gateway, scheduler, adapters)
+        cluster = None
+        if clustered:
+            cluster = ClusterRuntime(
+                store,
+                settings.cluster,
+                state,
+                senders=senders,
+                slots=intake_slots(elected) if runs_intake(checked) else [],
+                handler=lambda message: gateway.intake(message),  # looked up late, as start() does
+                poll_inbox=gateway.poll_inbox,
+            )
+            cell.append(cluster)
+        return cls(
+            settings,
+            db,
+            store,
+            provider,
+            engine,
+            agent,
+            delivery,
+            gateway,
+            scheduler,
+            local,
+            checked,
+            cluster,
+        )
 
     async def start(self) -> None:
-        await self.delivery.start()
-        await self.gateway.start()
+        worker = runs_worker(self.role)
+        if self.cluster is not None:
+            await self.cluster.start_senders()
+        if worker:
+            await self.delivery.start()
+            await self.gateway.start()
         for adapter in self.adapters:
             await adapter.start(self.gateway.intake)
             if isinstance(adapter, DiscordAdapter) and adapter.auto_shards:
@@ -238,15 +322,25 @@ class Service:
                     ttl_seconds=self.settings.discord.shard_lease_seconds,
                 )
                 await self.shard_claims.start()
-        await self.gateway.streams.recover()
-        await self.scheduler.start()
+        if worker:
+            await self.gateway.streams.recover()
+            await self.scheduler.start()
+        if self.cluster is not None:
+            await self.cluster.start()
         _log.info(
             "hygieia is running",
-            extra={"platforms": [a.name for a in self.adapters], "provider": self.provider.name},
+            extra={
+                "platforms": [a.name for a in self.adapters],
+                "provider": self.provider.name,
+                "role": self.role,
+                "intake": "elected" if self.cluster is not None and runs_intake(self.role) else "local",
+            },
         )
 
     async def stop(self) -> None:
         """Stop serving, let running turns finish (grace), send what is ready, disconnect, close."""
+        if self.cluster is not None:
+            await self.cluster.stop_intake()  # first: a standby takes the intake over at once
         await self.scheduler.stop()  # first: no job may start on a gateway that is stopping
         await self.gateway.stop(self.settings.sessions.turn_grace_seconds)
         await self.delivery.stop()
@@ -257,17 +351,24 @@ class Service:
                 await adapter.stop()
             except Exception:  # one adapter failing to stop must not keep the others open
                 _log.exception("stopping the %s adapter failed", adapter.name)
+        if self.cluster is not None:
+            await self.cluster.stop()
         await self.provider.aclose()
         await self.db.dispose()
         _log.info("hygieia stopped")
 
 
 async def run_service(
-    settings: Settings, platforms: list[str] | None, *, lease_seconds: float | None = None
+    settings: Settings,
+    platforms: list[str] | None,
+    *,
+    lease_seconds: float | None = None,
+    role: str = "all",
 ) -> int:
     """``hygieia run``: serve until SIGINT/SIGTERM, or until piped console input is used up; exit code."""
+    check_role(role, dialect_of(settings))  # before anything connects: one clear line
     adapters = build_adapters(settings, platforms)
-    service = await Service.build(settings, adapters, lease_seconds=lease_seconds)
+    service = await Service.build(settings, adapters, lease_seconds=lease_seconds, role=role)
     console = next((a for a in adapters if isinstance(a, ConsoleAdapter)), None)
     if service.provider.name == "offline":
         # On the chat terminal the console shows the banner itself: the log line goes to the file.

@@ -31,6 +31,7 @@ from gateway.admin.scheduler_api import scheduler_metrics, scheduler_router
 from gateway.admin.views import html, page_router
 from gateway.admin.views import usage_router as usage_page_router
 from gateway.admin.views_actions import actions_router
+from gateway.cluster.view import cluster_metrics, cluster_view
 from gateway.store.repository import Store
 
 _log = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ def create_app(
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:
         body = metrics.render(await store.store_totals()) + await scheduler_metrics(store)
+        body += await cluster_metrics(store)
         return Response(body, media_type=CONTENT_TYPE)
 
     actions = AdminActions(store, engine, context_window)
@@ -111,6 +113,12 @@ def create_app(
     app.include_router(export_router(store))
     app.include_router(usage_router(store))
     app.include_router(scheduler_router(store))
+
+    @app.get("/api/cluster")
+    async def cluster() -> JSONResponse:
+        """Nodes (heartbeats), which node leads which intake, and which sessions are served where."""
+        return JSONResponse(await cluster_view(store))
+
     app.include_router(dead_letter_router(store))
     app.include_router(page_router(store))
     app.include_router(actions_router(actions))

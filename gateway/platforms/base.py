@@ -105,6 +105,24 @@ class PlatformAdapter(ABC):
     async def start(self, handler: InboundHandler) -> None:
         """Connect and begin delivering inbound messages to ``handler``."""
 
+    sends_alone: bool = False
+    """Can :meth:`start_sending`: connect for sending only (REST), without intake."""
+
+    @property
+    def shared_intake(self) -> bool:
+        """True when several processes may run this intake at once (a webhook behind a load
+        balancer: each update goes to one of them); False when one must be elected (a poller, a
+        gateway connection that would see every event twice)."""
+        return False
+
+    def twin(self) -> PlatformAdapter:
+        """A fresh, unstarted adapter with this one's configuration (a sender next to an intake)."""
+        raise AdapterError(f"{self.name} has no twin")
+
+    async def start_sending(self) -> None:
+        """Connect for sending only, no intake (a cluster worker delivers any reply this way)."""
+        raise AdapterError(f"{self.name} cannot send without its intake")
+
     @abstractmethod
     async def stop(self) -> None:
         """Stop intake and disconnect; idempotent."""

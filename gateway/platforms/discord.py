@@ -25,6 +25,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Collection
+from typing import Any
 
 import aiohttp
 import discord
@@ -65,6 +66,7 @@ class DiscordAdapter(PlatformAdapter):
     text_limit = 2000
     text_format = "markdown"
     streams = True
+    sends_alone = True
 
     def __init__(
         self,
@@ -84,6 +86,17 @@ class DiscordAdapter(PlatformAdapter):
             raise ConfigError("DISCORD_BOT_TOKEN: empty")
         _check_shards(settings)
         self._token = token
+        self._options: dict[str, Any] = {
+            "api_base": api_base,
+            "gateway_url": gateway_url,
+            "settings": settings,
+            "ready_timeout": ready_timeout,
+            "guild_ready_timeout": guild_ready_timeout,
+            "stop_grace": stop_grace,
+            "intake_attempts": intake_attempts,
+            "max_text_file_bytes": max_text_file_bytes,
+            "commands": commands,
+        }
         self._api_base = api_base
         self._gateway_url = gateway_url
         self._settings = settings
@@ -148,6 +161,33 @@ class DiscordAdapter(PlatformAdapter):
         self._worker = asyncio.create_task(self._intake(handler), name="discord-intake")
         await self._register_commands(client)
         _log.info("discord: started as %s (%s), %d guild(s)", client.user, client.user.id, len(client.guilds))
+
+    @property
+    def shared_intake(self) -> bool:
+        """With ``shard_ids`` set (a list, or ``auto``) every intake node connects its own shards, so
+        Discord is not elected; unsharded, one gateway connection per cluster is."""
+        return self._settings.shard_ids is not None
+
+    def twin(self) -> DiscordAdapter:
+        return DiscordAdapter(self._token, **self._options)
+
+    async def start_sending(self) -> None:
+        """REST only (login, then posts and edits): no gateway connection, so any number of processes
+        may hold one without receiving every event twice. Slash-command answers need the
+        interaction's holder; here they go to the channel as ordinary messages."""
+        if self._client is not None:
+            raise AdapterError("Discord adapter is already started")
+        self._restore = point_at(self._api_base, self._gateway_url)
+        client = self._build_client()
+        try:
+            await self._login(client)
+        except BaseException:
+            await close_client(client, None)
+            self._restore_endpoints()
+            raise
+        assert client.user is not None  # set by login
+        self._client, self._bot_id = client, client.user.id
+        _log.info("discord: sending as %s (no intake here)", client.user)
 
     async def stop(self) -> None:
         """Stop receiving, let queued messages reach the gateway (up to ``stop_grace``), disconnect."""

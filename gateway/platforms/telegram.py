@@ -121,6 +121,7 @@ class TelegramAdapter(PlatformAdapter):
     text_limit = 4096
     text_format = "html"
     streams = True
+    sends_alone = True
 
     def __init__(
         self,
@@ -140,6 +141,14 @@ class TelegramAdapter(PlatformAdapter):
                 "webhook mode needs HYGIEIA_TELEGRAM__WEBHOOK_URL and HYGIEIA_TELEGRAM__WEBHOOK_SECRET"
             )
         self._token = token
+        self._options: dict[str, Any] = {
+            "base_url": base_url,
+            "settings": settings,
+            "max_text_file_bytes": max_text_file_bytes,
+            "max_download_bytes": max_download_bytes,
+            "max_send_attempts": max_send_attempts,
+            "stop_grace": stop_grace,
+        }
         self._root = base_url.rstrip("/") if base_url else None
         self._settings = settings
         self._limits = DownloadLimits(max_text_file_bytes, max(max_download_bytes, max_text_file_bytes))
@@ -182,6 +191,32 @@ class TelegramAdapter(PlatformAdapter):
             await _teardown(app)
             raise AdapterError(f"Telegram: could not start: {exc}") from exc
         _log.info("telegram: started as @%s (%s)", self._me.username, self._settings.mode)
+
+    @property
+    def shared_intake(self) -> bool:
+        """Webhook mode runs on every intake node (the inbox stores a redelivered update once);
+        polling is elected (Telegram answers a second poller 409)."""
+        return self._settings.mode == "webhook"
+
+    def twin(self) -> TelegramAdapter:
+        other = TelegramAdapter(self._token, **self._options)
+        other._commands = list(self._commands)
+        return other
+
+    async def start_sending(self) -> None:
+        """The Bot API client only (getMe, then sendMessage and friends): no polling, no webhook, so
+        any number of processes may hold one while a single one polls."""
+        if self._app is not None:
+            raise AdapterError("Telegram adapter is already started")
+        app = self._build(_CommitGatedQueue())
+        try:
+            await app.initialize()  # getMe
+        except (TelegramError, OSError) as exc:
+            await _teardown(app)
+            raise AdapterError(f"Telegram: could not start: {exc}") from exc
+        self._me = BotIdentity(id=app.bot.id, username=app.bot.username)
+        self._app = app
+        _log.info("telegram: sending as @%s (no intake here)", self._me.username)
 
     async def stop(self) -> None:
         """Stop intake first (no further confirmations), then let the update in flight finish or abort."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 
-from sqlalchemy import RowMapping, func, insert, select, update
+from sqlalchemy import RowMapping, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.store.base import Repo
@@ -145,3 +145,16 @@ class LeaseOps(Repo):
             stmt = stmt.where(leases.c.name.startswith(prefix, autoescape=True))
         async with self._tx(write=False) as s:
             return [_lease(r) for r in (await s.execute(stmt)).mappings()]
+
+    async def lease_prune(self, prefix: str, expired_before: datetime) -> int:
+        """Delete leases named ``prefix...`` that expired before ``expired_before``; how many.
+
+        Only for names that are never taken again (node heartbeats carry a process id), since
+        a deleted lease restarts its generation at 1."""
+        async with self._tx() as s:
+            result = await s.execute(
+                delete(leases).where(
+                    leases.c.name.startswith(prefix, autoescape=True), leases.c.expires_at < expired_before
+                )
+            )
+            return int(getattr(result, "rowcount", 0) or 0)

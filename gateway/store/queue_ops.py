@@ -14,6 +14,7 @@ from agent.errors import NotFound, StoreError
 from gateway.store.base import CONFLICT_RETRIES, Repo, chunks
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_inbox, to_outbox
+from gateway.store.lease_ops import MAX_NAME, acquire_in
 from gateway.store.models import inbox, outbox
 from gateway.store.records import InboxRecord, OutboxKind, OutboxRecord
 
@@ -268,16 +269,29 @@ class QueueOps(Repo):
             return [to_outbox(r) for r in (await s.execute(stmt)).mappings()]
 
     async def outbox_claim(
-        self, *, now: datetime, lease_seconds: float, platforms: Sequence[str], limit: int = 50
+        self,
+        *,
+        now: datetime,
+        lease_seconds: float,
+        platforms: Sequence[str],
+        limit: int = 50,
+        owner: str | None = None,
     ) -> list[OutboxRecord]:
         """Take the due replies for ``platforms``, oldest first, for one delivery round.
 
         Taking a row moves its next attempt ``lease_seconds`` ahead, so another worker does not
         send it meanwhile; sent, retried or failed, the row's next state replaces that. A worker
         that dies mid-send leaves the row due again once the lease passes (at-least-once).
+
+        With ``owner`` (several workers deliver), the claim is per chat: the round also takes the
+        chat's lease (:func:`outbox_chat_lease`), and a chat whose lease another worker holds is
+        left alone, so its later replies cannot overtake the ones that worker is still sending.
+        The caller releases the chat leases when the chat's rows are done.
         """
         if not platforms:
             return []
+        if owner is not None:
+            return await self._outbox_claim_chats(now, lease_seconds, platforms, limit, owner)
         platform = outbox.c.target["platform"].as_string()
         stmt = (
             select(outbox.c.id)
@@ -349,3 +363,36 @@ class QueueOps(Repo):
         async with self._tx(write=False) as s:
             row = (await s.execute(stmt)).mappings().first()
             return None if row is None else to_outbox(row)
+
+    async def _outbox_claim_chats(
+        self, now: datetime, lease_seconds: float, platforms: Sequence[str], limit: int, owner: str
+    ) -> list[OutboxRecord]:
+        platform = outbox.c.target["platform"].as_string()
+        stmt = (
+            select(outbox)
+            .where(outbox.c.status == "pending", outbox.c.next_attempt_at <= now, platform.in_(platforms))
+            .order_by(outbox.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        async with self._tx() as s:
+            rows = [to_outbox(r) for r in (await s.execute(stmt)).mappings()]
+            chats = sorted({outbox_chat_lease(row.target) for row in rows})
+            # Sorted: two rounds lock chats in one order, so their advisory locks cannot deadlock.
+            mine = set()
+            for chat in chats:
+                if await acquire_in(s, self.db.dialect, chat, owner, ttl_seconds=lease_seconds, now=now):
+                    mine.add(chat)
+            taken = [row for row in rows if outbox_chat_lease(row.target) in mine]
+            if taken:
+                await s.execute(
+                    update(outbox)
+                    .where(outbox.c.id.in_([row.id for row in taken]))
+                    .values(next_attempt_at=now + timedelta(seconds=lease_seconds))
+                )
+            return taken
+
+
+def outbox_chat_lease(target: dict[str, Any]) -> str:
+    """The lease a delivery round holds on one chat: ``outbox:<platform>:<chat id>``."""
+    return f"outbox:{target.get('platform')}:{target.get('chat_id')}"[:MAX_NAME]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
 from gateway.store.audit_ops import AuditOps
+from gateway.store.cluster_ops import ClusterOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.dead_letter_ops import DeadLetterOps
 from gateway.store.erase_ops import EraseOps
@@ -49,6 +50,7 @@ class Store(
     RetentionOps,
     DeadLetterOps,
     StreamOps,
+    ClusterOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 

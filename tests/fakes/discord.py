@@ -34,6 +34,7 @@ from PIL import Image, UnidentifiedImageError
 from tests.fakes import discord_wire as wire
 from tests.fakes.discord_interactions import InteractionDesk
 from tests.fakes.discord_ws import GatewaySocket, Session
+from tests.fakes.gate import SendGate
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MAX_CONTENT = 2000
@@ -135,6 +136,7 @@ class FakeDiscord(GatewaySocket):
         self._sessions: dict[str, Session] = {}
         self._sockets: set[web.WebSocketResponse] = set()
         self._dropped: set[web.WebSocketResponse] = set()
+        self.gate = SendGate()  # tests that kill clients hold it around the kill (tests/fakes/gate.py)
         self._failures: defaultdict[str, deque[_Failure]] = defaultdict(deque)
         self._buckets = wire.Buckets(*rate_limit)
         self._sent_changed = asyncio.Condition()
@@ -310,6 +312,8 @@ class FakeDiscord(GatewaySocket):
                 method, path, wire.json_response({"message": "404: Not Found", "code": 0}, 404)
             )
         template, match = found
+        if method in ("POST", "PATCH") and "/messages" in template and not await self.gate.passage(request):
+            return web.Response(status=499)
         bucket = f"{method} {template}:{match.group(1) if match.groups() else ''}"
         failure = self._take_failure(f"{method} {path}") or self._take_failure(f"{method} {template}")
         if failure is not None:

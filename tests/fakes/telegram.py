@@ -16,7 +16,6 @@ and the 4096 UTF-16 unit limit applies after parsing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import itertools
 import json
@@ -30,7 +29,9 @@ import aiohttp
 from aiohttp import web
 from PIL import Image, UnidentifiedImageError
 
+from tests.fakes.gate import SendGate
 from tests.fakes.telegram_html import EntityParseError, parse_html, utf16_units
+from tests.fakes.telegram_poll import PollDesk
 from tests.fakes.telegram_wire import (
     ApiCall,
     ApiError,
@@ -83,6 +84,8 @@ class FakeTelegram:
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
         self.acked_offset = 0
+        self._polls = PollDesk()
+        self.gate = SendGate()  # tests that kill clients hold it around the kill (tests/fakes/gate.py)
         self._pending: list[dict[str, Any]] = []
         self._update_ids = itertools.count(first_update_id)
         self._message_ids: defaultdict[int | str, itertools.count[int]] = defaultdict(
@@ -238,6 +241,11 @@ class FakeTelegram:
             self._failures[method].append(Failure(status, description, retry_after))
 
     @property
+    def conflicts(self) -> int:
+        """getUpdates calls answered 409 because another poller was waiting."""
+        return self._polls.conflicts
+
+    @property
     def pending_update_ids(self) -> list[int]:
         return [u["update_id"] for u in self._pending]
 
@@ -293,6 +301,9 @@ class FakeTelegram:
         method = request.match_info["method"]
         params = await read_params(request)
         call = ApiCall(method, params)
+        self._polls.request(request)
+        if method in ("sendMessage", "editMessageText") and not await self.gate.passage(request):
+            return web.Response(status=499)
         self.requests.append(call)
         failures = self._failures.get(method)
         if failures:
@@ -355,17 +366,15 @@ class FakeTelegram:
                 "Conflict: can't use getUpdates method while webhook is active; "
                 "use deleteWebhook to delete the webhook first",
             )
-        offset = int(params.get("offset") or 0)
-        if offset > 0:
-            self._pending = [u for u in self._pending if u["update_id"] >= offset]
-            self.acked_offset = max(self.acked_offset, offset)
-        limit = int(params.get("limit") or 100)
-        wait = min(float(params.get("timeout") or 0), self.long_poll_cap)
-        if not self._pending and wait > 0:
-            self._new_update.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._new_update.wait(), wait)
-        return [u for u in self._pending if u["update_id"] >= offset][:limit]
+        with self._polls.poll():  # 409 while another poller is waiting, as Telegram does
+            offset = int(params.get("offset") or 0)
+            if offset > 0:
+                self._pending = [u for u in self._pending if u["update_id"] >= offset]
+                self.acked_offset = max(self.acked_offset, offset)
+            limit = int(params.get("limit") or 100)
+            wait = min(float(params.get("timeout") or 0), self.long_poll_cap)
+            await self._polls.wait(lambda: bool(self._pending), self._new_update, wait)
+            return [u for u in self._pending if u["update_id"] >= offset][:limit]
 
     async def _m_sendmessage(self, params: dict[str, Any]) -> Any:
         chat_id = chat_key(params.get("chat_id"))
