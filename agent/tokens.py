@@ -217,7 +217,17 @@ def estimate_prompt_tokens(
 ) -> int:
     """The best guess of a prompt's size: the last REAL count plus the (calibrated) growth of the
     messages since, else the overhead plus a calibrated estimate of the messages."""
-    rough = estimate_messages_tokens(messages)
+    return prompt_tokens_from_rough(system_prompt, estimate_messages_tokens(messages), state, tools=tools)
+
+
+def prompt_tokens_from_rough(
+    system_prompt: str,
+    rough: int,
+    state: ContextState,
+    *,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> int:
+    """:func:`estimate_prompt_tokens` for messages whose rough estimate is already known."""
     scale = state.token_scale or 1.0
     last, last_rough = state.last_prompt_tokens, state.last_prompt_estimate
     if last is not None and last_rough is not None and rough >= last_rough:
