@@ -44,6 +44,8 @@ _WIDE = re.compile(
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff]"
 )
 
+_ASCII_BYTES = bytes(range(128))
+
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
@@ -136,7 +138,10 @@ def estimate_text_tokens(text: str) -> int:
         return 0
     narrow, wide = len(text), 0
     if not text.isascii():
-        wide = len(_WIDE.findall(text))
+        # Wide characters are never ASCII: look for them among the others only (an accent or an
+        # ellipsis in English text would otherwise cost a regex pass over all of it).
+        others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+        wide = len(_WIDE.findall(others.decode("utf-8", "surrogatepass")))
         narrow -= wide
     return wide + math.ceil(narrow / CHARS_PER_TOKEN)
 
