@@ -18,8 +18,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 
-from agent.compressor_boundaries import Boundaries, choose_boundaries, is_human
+from agent.compressor_boundaries import Boundaries, choose_boundaries, humans_newest_first, is_human
 from agent.compressor_prune import prune_messages, unprunable_tokens
 from agent.compressor_summary import Summarizer, SummaryJob
 from agent.context_engine import CompressionOutcome, ContextEngine
@@ -354,7 +355,7 @@ class ContextCompressor(ContextEngine):
             sum(sizes.per_message[bounds.head_end : bounds.tail_start]), session.context_window
         )
         # No focus given: the last three things the user asked say what the summary must serve.
-        recent = () if focus else tuple(m.text for m in [m for m in messages if is_human(m)][-3:])
+        recent = () if focus else tuple(reversed([m.text for m in islice(humans_newest_first(messages), 3)]))
         job = SummaryJob(content, previous or None, budget, focus, recent)
         written = await self._write(attempt, job, use_model=use_model, must_shrink=must_shrink)
         if written.body is None:

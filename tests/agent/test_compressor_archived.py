@@ -1,6 +1,6 @@
 """What a summary archives is not pruned first (issue 10: that was most of the time a compaction
-took), yet the summarizer's input stays bounded; and the one-line description of a pruned
-output reads only as much of it as it shows."""
+took), yet the summarizer's input stays bounded; and the shortcuts taken for speed (a pruned
+output's first line, the transcript rendered only where it is kept) give the same result."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from agent.compaction import compact
 from agent.compressor import ContextCompressor
 from agent.compressor_prune import PRUNED_MARK, _one_line
+from agent.prompts import serialize_message, serialize_messages
+from agent.tokens import estimate_text_tokens
 from agent.types import AgentSession, ChatMessage
 from tests.agent.conftest import ScriptedSummarizer, assistant, persist, tool_round, user
 from tests.fakes.memory_store import InMemoryStore
@@ -55,3 +57,28 @@ def test_one_line_reads_a_prefix_yet_equals_collapsing_the_whole(text: str, limi
     whole = " ".join(text.split())
     expected = whole if len(whole) <= limit else whole[: limit - 1] + "…"
     assert _one_line(text, limit) == expected
+
+
+def serialize_all_then_cut(ms: list[ChatMessage], max_tokens: int) -> str:
+    """The definition: render every message, keep the head (30%) and the tail that fit."""
+    rendered = [serialize_message(m) for m in ms]
+    sizes = [estimate_text_tokens(r) + 1 for r in rendered]
+    if sum(sizes) <= max_tokens:
+        return "\n".join(rendered)
+    head = used = 0
+    while head < len(rendered) and used + sizes[head] <= max_tokens * 0.3:
+        used += sizes[head]
+        head += 1
+    tail = len(rendered)
+    while tail > head and used + sizes[tail - 1] <= max_tokens:
+        tail -= 1
+        used += sizes[tail]
+    marker = f"[… {tail - head} messages omitted for length …]"
+    return "\n".join([*rendered[:head], marker, *rendered[tail:]])
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=3_000), max_size=30), st.integers(10, 3_000))
+def test_the_transcript_renders_only_what_it_keeps_yet_is_the_same(lengths: list[int], budget: int) -> None:
+    ms = [user("x" * n) if i % 2 == 0 else assistant("y " * (n // 2)) for i, n in enumerate(lengths)]
+    assert serialize_messages(ms, max_tokens=budget) == serialize_all_then_cut(ms, budget)
