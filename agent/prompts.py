@@ -283,7 +283,7 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]} …[{len(text) - limit} chars omitted]… {text[len(text) - tail :]}"
 
 
-def _block_line(block: ContentBlock, *, tool_chars: int) -> str:
+def _block_line(block: ContentBlock, *, tool_chars: int, result_chars: int) -> str:
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
@@ -294,7 +294,7 @@ def _block_line(block: ContentBlock, *, tool_chars: int) -> str:
         inner = block.get("content", "")
         text = ChatMessage(role="user", content=inner).text if isinstance(inner, list) else str(inner)
         status = " ERROR" if block.get("is_error") else ""
-        return f"[tool result id={block.get('tool_use_id')}{status}] {_clip(text, tool_chars * 2)}"
+        return f"[tool result id={block.get('tool_use_id')}{status}] {_clip(text, result_chars)}"
     if kind in ("thinking", "redacted_thinking"):
         return ""
     return f"[{kind}]"
@@ -304,7 +304,15 @@ def _attr(value: str) -> str:
     return value.replace('"', "'").replace(">", ")").replace("\n", " ")
 
 
-def serialize_message(m: ChatMessage, *, tool_chars: int = 400, text_chars: int = 6000) -> str:
+# A tool output reaches the summarizer as its head and its tail (where a command's result and
+# exit status are), RESULT_CHARS in all: the archived range is summarized unpruned (issue 10), and
+# this keeps its outputs about as short as a pruned line while showing what they said.
+RESULT_CHARS = 400
+
+
+def serialize_message(
+    m: ChatMessage, *, tool_chars: int = 400, result_chars: int = RESULT_CHARS, text_chars: int = 6000
+) -> str:
     """One message as the summarizer reads it: a tagged header (id, role, author, time), then its content."""
     attrs = [f'role="{"summary" if m.kind == "summary" else m.role}"']
     if m.id is not None:
@@ -313,7 +321,7 @@ def serialize_message(m: ChatMessage, *, tool_chars: int = 400, text_chars: int 
         attrs.append(f'author="{_attr(m.author_name or m.author_id or "")}"')
     if m.created_at is not None:
         attrs.append(f'at="{m.created_at:%Y-%m-%d %H:%M}"')
-    lines = [_block_line(b, tool_chars=tool_chars) for b in m.content]
+    lines = [_block_line(b, tool_chars=tool_chars, result_chars=result_chars) for b in m.content]
     body = escape_tags(_clip("\n".join(line for line in lines if line), text_chars))
     return f"<msg {' '.join(attrs)}>\n{body or '(empty)'}\n</msg>"
 
