@@ -58,11 +58,21 @@ class NullAdapter(PlatformAdapter):
         return [str(self.sent)]
 
 
-def rss_mb() -> float:
+def rss_mb() -> tuple[float, float, float]:
+    """(RSS, its anonymous part, its file-backed part) in MB. The file-backed part is mostly the
+    SQLite database mapped into memory (``mmap_size``): it follows the file's size and the kernel
+    can drop it at any time; the anonymous part is the heap, where a leak would show."""
+    fields = {}
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile"):
+            fields[name] = int(value.split()[0]) / 1024
+    return fields.get("VmRSS", 0.0), fields.get("RssAnon", 0.0), fields.get("RssFile", 0.0)
+
+
+def db_mb(folder: str) -> float:
+    """The SQLite files (database, WAL, shared memory) in MB."""
+    return sum(f.stat().st_size for f in Path(folder).glob("bench.db*")) / 2**20
 
 
 def free_port() -> int:
@@ -96,7 +106,7 @@ async def run(turns: int, window: int, every: int, trace: bool) -> dict[str, Any
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
-    samples: list[tuple[int, float, float]] = []  # (turn, RSS MB, seconds since start)
+    samples: list[tuple[int, float, float, float, float, float]] = []  # turn, RSS, anon, file, s, DB MB
     top: list[str] = []
     try:
         await wait_listening(port)
@@ -128,7 +138,9 @@ async def run(turns: int, window: int, every: int, trace: bool) -> dict[str, Any
                     await service.gateway.wait_idle()
                     if turn % every == 0 or turn == WARMUP_TURNS:
                         gc.collect()
-                        samples.append((turn, rss_mb(), time.perf_counter() - started))
+                        rss, anon, mapped = rss_mb()
+                        db = db_mb(tmp)
+                        samples.append((turn, rss, anon, mapped, time.perf_counter() - started, db))
                         if trace and turn == WARMUP_TURNS:
                             tracemalloc.start(10)
                             snapshot = tracemalloc.take_snapshot()
@@ -165,26 +177,36 @@ def main() -> None:
     every = max(WARMUP_TURNS, turns // 10)
     result = asyncio.run(run(turns, args.window, every, args.trace))
     samples = result["samples"]
-    base = next(rss for turn, rss, _ in samples if turn == WARMUP_TURNS)
+    first = next(sample for sample in samples if sample[0] == WARMUP_TURNS)
     table = Table(title=f"RSS over {turns:,} turns in one session ({args.window:,}-token window, fake model)")
-    for column in ("turn", "RSS MB", "since turn 200", "turns/s"):
+    columns = ("turn", "RSS MB", "anonymous MB", "file-backed MB", "SQLite files MB", "turns/s")
+    for column in columns:
         table.add_column(column, justify="right")
-    for turn, rss, seconds in samples:
-        table.add_row(f"{turn:,}", f"{rss:.1f}", f"{rss - base:+.1f}", f"{turn / seconds:.0f}")
-    growth = samples[-1][1] - base
+    for turn, rss, anon, mapped, seconds, db in samples:
+        table.add_row(
+            f"{turn:,}",
+            f"{rss:.1f} ({rss - first[1]:+.1f})",
+            f"{anon:.1f} ({anon - first[2]:+.1f})",
+            f"{mapped:.1f} ({mapped - first[3]:+.1f})",
+            f"{db:.1f}",
+            f"{turn / seconds:.0f}",
+        )
+    last = samples[-1]
+    growth, anon_growth = last[1] - first[1], last[2] - first[2]
     load = os.getloadavg()
     console = Console(width=140)
     console.print(table)
     print(
-        f"growth after warm-up: {growth:+.1f} MB over {turns - WARMUP_TURNS:,} turns; "
-        f"{result['compactions']} compactions, {result['replies']:,} replies; "
-        f"load average {' '.join(f'{x:.2f}' for x in load)}"
+        f"growth after warm-up (turn {WARMUP_TURNS}): RSS {growth:+.1f} MB, anonymous {anon_growth:+.1f} MB,"
+        f" over {turns - WARMUP_TURNS:,} turns; {result['compactions']} compactions,"
+        f" {result['replies']:,} replies; load average {' '.join(f'{x:.2f}' for x in load)}"
     )
     for line in result["top"]:
         print(line)
     report = Report("memory", full=args.full)
     report.add("rss growth after warm-up", growth, unit="MB")
-    report.add("rss at end", samples[-1][1], unit="MB")
+    report.add("anonymous rss growth after warm-up", anon_growth, unit="MB")
+    report.add("rss at end", last[1], unit="MB")
     report.note("turns", turns)
     report.note("compactions", result["compactions"])
     report.save()
