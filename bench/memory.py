@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,11 @@ async def wait_listening(port: int, within: float = 30.0) -> None:
         return
 
 
+def object_counts() -> Counter[str]:
+    """Live objects tracked by the garbage collector, by type."""
+    return Counter(type(o).__name__ for o in gc.get_objects())
+
+
 async def run(turns: int, window: int, every: int, trace: bool) -> dict[str, Any]:
     port = free_port()
     fake = await asyncio.create_subprocess_exec(
@@ -108,6 +114,8 @@ async def run(turns: int, window: int, every: int, trace: bool) -> dict[str, Any
     )
     samples: list[tuple[int, float, float, float, float, float]] = []  # turn, RSS, anon, file, s, DB MB
     top: list[str] = []
+    counts: Counter[str] = Counter()
+    objects: list[str] = []
     try:
         await wait_listening(port)
         with tempfile.TemporaryDirectory(prefix="hygieia-memory-") as tmp:
@@ -141,9 +149,15 @@ async def run(turns: int, window: int, every: int, trace: bool) -> dict[str, Any
                         rss, anon, mapped = rss_mb()
                         db = db_mb(tmp)
                         samples.append((turn, rss, anon, mapped, time.perf_counter() - started, db))
+                        if turn == WARMUP_TURNS:
+                            counts = object_counts()
                         if trace and turn == WARMUP_TURNS:
                             tracemalloc.start(10)
                             snapshot = tracemalloc.take_snapshot()
+                gc.collect()
+                grown = object_counts()
+                grown.subtract(counts)
+                objects = [f"{name}: {count:+,}" for name, count in grown.most_common(8) if count > 0]
                 if snapshot is not None:
                     gc.collect()
                     diff = tracemalloc.take_snapshot().compare_to(snapshot, "lineno")
@@ -155,7 +169,13 @@ async def run(turns: int, window: int, every: int, trace: bool) -> dict[str, Any
     finally:
         fake.terminate()
         await fake.wait()
-    return {"samples": samples, "top": top, "compactions": len(compactions), "replies": adapter.sent}
+    return {
+        "samples": samples,
+        "top": top,
+        "objects": objects,
+        "compactions": len(compactions),
+        "replies": adapter.sent,
+    }
 
 
 async def session_id(service: Service) -> str:
@@ -201,6 +221,7 @@ def main() -> None:
         f" over {turns - WARMUP_TURNS:,} turns; {result['compactions']} compactions,"
         f" {result['replies']:,} replies; load average {' '.join(f'{x:.2f}' for x in load)}"
     )
+    print("live objects grown since warm-up:", ", ".join(result["objects"]) or "none")
     for line in result["top"]:
         print(line)
     report = Report("memory", full=args.full)
