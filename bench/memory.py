@@ -36,6 +36,7 @@ from rich.table import Table
 from gateway.config import Settings
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
 from gateway.runner import Service
+from gateway.store import db as store_db
 
 WARMUP_TURNS = 200
 
@@ -192,8 +193,15 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=8_000, help="context window in tokens")
     parser.add_argument("--trace", action="store_true", help="tracemalloc: top growing allocation sites")
     parser.add_argument("--json", action="store_true", help="print the samples as JSON too")
+    parser.add_argument(
+        "--sqlite-cache-kib",
+        type=int,
+        help="diagnosis: SQLite's page cache per connection (default the store's own, 16 MiB)",
+    )
     args = parser.parse_args()
     turns = args.turns or (10_000 if args.full else 2_000)
+    if args.sqlite_cache_kib:
+        store_db.SQLITE_CACHE_KIB = args.sqlite_cache_kib  # read when each connection opens
     every = max(WARMUP_TURNS, turns // 10)
     result = asyncio.run(run(turns, args.window, every, args.trace))
     samples = result["samples"]
