@@ -280,7 +280,8 @@ def _clip(text: str, limit: int) -> str:
         return text
     head = int(limit * 0.7)
     tail = max(0, limit - head)
-    return f"{text[:head]} …[{len(text) - limit} chars omitted]… {text[len(text) - tail :]}"
+    # ASCII marks: a transcript of ASCII text stays ASCII, which its estimate and redaction use.
+    return f"{text[:head]} ...[{len(text) - limit} chars omitted]... {text[len(text) - tail :]}"
 
 
 def _block_line(block: ContentBlock, *, tool_chars: int, result_chars: int) -> str:
@@ -353,7 +354,7 @@ def serialize_messages(ms: Sequence[ChatMessage], *, max_tokens: int = 100_000) 
     texts = [rendered[i][0] for i in range(len(ms)) if i < head or i >= tail]
     if tail == head:  # everything fits
         return "\n".join(texts)
-    return "\n".join([*texts[:head], f"[… {tail - head} messages omitted for length …]", *texts[head:]])
+    return "\n".join([*texts[:head], f"[... {tail - head} messages omitted for length ...]", *texts[head:]])
 
 
 def parse_transcript(text: str) -> list[ChatMessage]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -197,9 +198,11 @@ def _candidates(rule: _KeyedRule, current: _Text) -> list[int] | None:
         heads = _STEM_HEADS.get(stem, (0,))
         at = lowered.find(stem)
         while at >= 0:
-            offsets.update(at - head for head in heads if at >= head)
+            for head in heads:
+                offsets.add(at - head)
             at = lowered.find(stem, at + 1)
     found = sorted(offsets)
+    found = found[bisect_left(found, 0) :]  # a head longer than what precedes its stem
     if not found or len(lowered) == len(text):
         return found
     # An offset found in bytes counts the bytes before it: make it count characters. Only ASCII

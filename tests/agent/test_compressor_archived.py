@@ -73,7 +73,7 @@ def serialize_all_then_cut(ms: list[ChatMessage], max_tokens: int) -> str:
     while tail > head and used + sizes[tail - 1] <= max_tokens:
         tail -= 1
         used += sizes[tail]
-    marker = f"[… {tail - head} messages omitted for length …]"
+    marker = f"[... {tail - head} messages omitted for length ...]"
     return "\n".join([*rendered[:head], marker, *rendered[tail:]])
 
 
