@@ -82,3 +82,24 @@ def serialize_all_then_cut(ms: list[ChatMessage], max_tokens: int) -> str:
 def test_the_transcript_renders_only_what_it_keeps_yet_is_the_same(lengths: list[int], budget: int) -> None:
     ms = [user("x" * n) if i % 2 == 0 else assistant("y " * (n // 2)) for i, n in enumerate(lengths)]
     assert serialize_messages(ms, max_tokens=budget) == serialize_all_then_cut(ms, budget)
+
+
+async def test_an_automatic_compaction_that_must_summarize_does_not_prune_the_archived_range(
+    engine: ContextCompressor, summarizer: ScriptedSummarizer, store: InMemoryStore, session: AgentSession
+) -> None:
+    # So much plain text that pruning tool output could never get under target: straight to a summary.
+    question = "please read the whole deploy log. " * 120
+    outputs = [f"START-{t} log\n" + "step ok\n" * 500 + f"END-{t} exit 0" for t in range(8)]
+    turns = [
+        [user(f"Question {t}: {question}"), *tool_round([out]), assistant("ok")]
+        for t, out in enumerate(outputs)
+    ]
+    await persist(store, session.id, [m for turn in turns for m in turn])
+
+    result = await compact(engine, store, session, trigger="in_loop")
+
+    assert result.record is not None and summarizer.requests
+    prompt = summarizer.prompt()
+    archived = [t for t in range(8) if f"START-{t}" in prompt]
+    assert archived and all(f"END-{t} exit 0" in prompt for t in archived)
+    assert PRUNED_MARK not in prompt
