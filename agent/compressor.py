@@ -18,9 +18,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 
-from agent.compressor_boundaries import Boundaries, choose_boundaries, is_human
-from agent.compressor_prune import prune_messages
+from agent.compressor_boundaries import Boundaries, choose_boundaries, humans_newest_first, is_human
+from agent.compressor_prune import prune_messages, unprunable_tokens
 from agent.compressor_summary import Summarizer, SummaryJob
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.errors import AuthenticationFailed, LLMError, SpendLimitReached
@@ -43,9 +44,9 @@ from agent.tokens import (
     PromptSize,
     calibrate,
     estimate_message_tokens,
-    estimate_messages_tokens,
     estimate_prompt_tokens,
     estimate_text_tokens,
+    prompt_tokens_from_rough,
 )
 from agent.transcript import repair_tool_pairs, validate_messages
 from agent.types import (
@@ -96,9 +97,12 @@ class _Sizes:
     scale: float
     offset: int
     token_scale: float | None
+    rough: list[int] = field(default_factory=list)  # uncalibrated, per message (estimated once)
 
     def of(self, m: ChatMessage) -> int:
-        rough = estimate_message_tokens(m)
+        return self.scaled(estimate_message_tokens(m))
+
+    def scaled(self, rough: int) -> int:
         return math.ceil(rough * self.token_scale) if self.token_scale else rough
 
     def real(self, estimate: int) -> int:
@@ -183,16 +187,29 @@ class ContextCompressor(ContextEngine):
         prompt_tokens: int | None,
     ) -> tuple[_Sizes, int]:
         system = estimate_text_tokens(session.system_prompt)
+        # Each message is estimated once; the prompt estimate below reuses the sum.
+        rough = [estimate_message_tokens(m) for m in messages]
         probe = _Sizes([], system, 1.0, 0, state.token_scale)
-        per = [probe.of(m) for m in messages]
+        per = [probe.scaled(r) for r in rough]
         estimate = system + sum(per)
         real = (
             prompt_tokens
             if prompt_tokens is not None
-            else self.estimate_prompt_tokens(session, state, messages)
+            else prompt_tokens_from_rough(session.system_prompt, sum(rough), state)
         )
         scale = min(3.0, max(0.5, real / estimate)) if estimate else 1.0
-        return _Sizes(per, system, scale, max(0, real - estimate), state.token_scale), real
+        return _Sizes(per, system, scale, max(0, real - estimate), state.token_scale, rough), real
+
+    @staticmethod
+    def _prune_floor(sizes: _Sizes, messages: Sequence[ChatMessage], bounds: Boundaries) -> int:
+        """A lower bound of the size after pruning alone: what pruning cannot shorten (each
+        message's text) before where the tail's budget began, and everything from there on."""
+        start = bounds.protect_start
+        return (
+            sizes.system
+            + sum(sizes.scaled(unprunable_tokens(m)) for m in messages[:start])
+            + sum(sizes.per_message[start:])
+        )
 
     # ---- when ----------------------------------------------------------------------------
 
@@ -293,19 +310,29 @@ class ContextCompressor(ContextEngine):
             tail_cap=int(target_est * 0.75),
             min_tail_users=self.settings.min_tail_user_messages,
         )
-        pruned = prune_messages(
-            messages, end=bounds.protect_start, prune_chars=self.settings.tool_result_prune_chars
-        )
-        view, changed = pruned.messages, set(pruned.changed)
-        middle = view[bounds.head_end : bounds.tail_start]
+        head, tail = bounds.head_end, bounds.tail_start
+        middle = messages[head:tail]
         has_middle = any(m.kind != "summary" for m in middle)
-        pruned_size = sizes.system + sum(
-            sizes.of(m) if i in changed else sizes.per_message[i] for i, m in enumerate(view)
-        )
-        if pruned.changed and (not has_middle or (trigger != "manual" and pruned_size <= target_est)):
-            return self._finish(attempt, view, None, bounds, "ok", (), "pruned tool output")
-        if not has_middle:
-            return CompressionOutcome(None, "failed", before, before, reason="nothing to compress")
+        prune_chars = self.settings.tool_result_prune_chars
+        # Pruning alone is the outcome when there is no middle, or (automatic triggers) when it gets
+        # the context under target. Only then is the middle's tool output pruned: a summary archives
+        # the middle as it is, so shortening it first would be work thrown away.
+        if not has_middle or (
+            trigger != "manual" and self._prune_floor(sizes, messages, bounds) <= target_est
+        ):
+            pruned = prune_messages(messages, end=bounds.protect_start, prune_chars=prune_chars)
+            changed = set(pruned.changed)
+            pruned_size = sizes.system + sum(
+                sizes.of(m) if i in changed else sizes.per_message[i] for i, m in enumerate(pruned.messages)
+            )
+            if pruned.changed and (not has_middle or pruned_size <= target_est):
+                return self._finish(attempt, pruned.messages, None, bounds, "ok", (), "pruned tool output")
+            if not has_middle:
+                return CompressionOutcome(None, "failed", before, before, reason="nothing to compress")
+        # What stays verbatim (the head, the tail before where the token budget began) is pruned.
+        view = prune_messages(
+            messages, end=bounds.protect_start, prune_chars=prune_chars, skip=range(head, tail)
+        ).messages
 
         # Every earlier summary in the range, oldest first: each carries part of the story (the
         # memory index is not part of it: it is written afresh below).
@@ -328,7 +355,7 @@ class ContextCompressor(ContextEngine):
             sum(sizes.per_message[bounds.head_end : bounds.tail_start]), session.context_window
         )
         # No focus given: the last three things the user asked say what the summary must serve.
-        recent = () if focus else tuple(m.text for m in [m for m in messages if is_human(m)][-3:])
+        recent = () if focus else tuple(reversed([m.text for m in islice(humans_newest_first(messages), 3)]))
         job = SummaryJob(content, previous or None, budget, focus, recent)
         written = await self._write(attempt, job, use_model=use_model, must_shrink=must_shrink)
         if written.body is None:
@@ -415,12 +442,12 @@ class ContextCompressor(ContextEngine):
                 None, "failed", before, before, reason="invalid result", summary_usage=usage
             )
 
-        original_objects = {id(m) for m in originals}
-        kept_ids = {m.id for m in repaired if id(m) in original_objects}
+        index_of = {id(m): i for i, m in enumerate(originals)}
+        kept_ids = {m.id for m in repaired if id(m) in index_of}
         archive = [m.id for m in originals if m.id is not None and m.id not in kept_ids]
         insertions: list[Insertion] = []
         for m in repaired:
-            if id(m) in original_objects:
+            if id(m) in index_of:
                 continue
             anchor = m.id if m.kind != "summary" else originals[bounds.head_end].id
             if anchor is None:
@@ -437,7 +464,12 @@ class ContextCompressor(ContextEngine):
                 compaction_id=None,
             )
             insertions.append(Insertion(anchor_id=anchor, message=fresh))
-        after_est = sum(sizes.of(m) for m in repaired) + sizes.system
+        # Kept originals have their estimates already; only copies and the summary are new.
+        rough = [
+            sizes.rough[i] if (i := index_of.get(id(m))) is not None else estimate_message_tokens(m)
+            for m in repaired
+        ]
+        after_est = sum(sizes.scaled(r) for r in rough) + sizes.system
         after = min(before, sizes.real(after_est))
         tail = originals[bounds.tail_start :]
         plan = CompactionPlan(
@@ -458,7 +490,7 @@ class ContextCompressor(ContextEngine):
             state.ineffective_strikes, state.strike_context_tokens = 0, None
         state.extra[_AWAITING_CHECK] = True
         state.last_prompt_tokens = after
-        state.last_prompt_estimate = estimate_messages_tokens(repaired)
+        state.last_prompt_estimate = sum(rough)
         _log.info(
             "compaction planned (%s): %d -> %d tokens, %d archived",
             status,

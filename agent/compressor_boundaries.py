@@ -5,7 +5,7 @@ are never separated and the tail never starts with a tool_result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from agent.types import ChatMessage
@@ -36,6 +36,11 @@ def is_human(m: ChatMessage) -> bool:
         and any(b.get("type") == "text" and b.get("text") for b in m.content)
         and not any(b.get("type") == "tool_result" for b in m.content)
     )
+
+
+def humans_newest_first(messages: Sequence[ChatMessage]) -> Iterator[ChatMessage]:
+    """The messages people wrote, from the newest back (lazily: the latest few cost little)."""
+    return (m for m in reversed(messages) if is_human(m))
 
 
 def has_tool_result(m: ChatMessage) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.images import image_size
+from agent.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_text_tokens
 from agent.types import ChatMessage, ContentBlock, content_text
 
 PRUNED_MARK = "[pruned tool output]"
@@ -37,8 +38,17 @@ class PruneResult:
 
 
 def _one_line(text: str, limit: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """``text`` with its whitespace collapsed, cut to ``limit``. Only a prefix is collapsed, long
+    enough to decide (a tool output can be megabytes): a collapsed prefix is a prefix of the
+    collapsed whole, so once it is longer than ``limit`` the result is the same."""
+    size = 4 * limit
+    while True:
+        line = " ".join(text[:size].split())
+        if len(line) > limit:
+            return line[: limit - 1] + "…"
+        if size >= len(text):
+            return line
+        size *= 4
 
 
 def _result_parts(block: ContentBlock) -> tuple[str, int]:
@@ -102,8 +112,11 @@ def _already_pruned(text: str) -> bool:
     return text.startswith((PRUNED_MARK, SAME_MARK))
 
 
-def prune_messages(messages: Sequence[ChatMessage], *, end: int, prune_chars: int) -> PruneResult:
-    """Prune tool blocks of ``messages[:end]`` (the part outside the protected tail)."""
+def prune_messages(
+    messages: Sequence[ChatMessage], *, end: int, prune_chars: int, skip: range = range(0)
+) -> PruneResult:
+    """Prune tool blocks of ``messages[:end]`` (the part outside the protected tail), except those
+    in ``skip`` (a range a summary archives as it is)."""
     calls: dict[str, tuple[str, Any]] = {}
     for m in messages:
         for block in m.content:
@@ -113,6 +126,8 @@ def prune_messages(messages: Sequence[ChatMessage], *, end: int, prune_chars: in
     out = list(messages)
     changed: list[int] = []
     for index, m in enumerate(messages[:end]):
+        if index in skip:
+            continue
         new_content: list[ContentBlock] = []
         touched = False
         for block in m.content:
@@ -170,3 +185,11 @@ def _prune_block(
         )
         return {**block, "content": line}
     return block
+
+
+def unprunable_tokens(m: ChatMessage) -> int:
+    """Tokens of ``m`` that pruning never shortens (its text blocks): a lower bound of its size
+    after pruning."""
+    return MESSAGE_OVERHEAD_TOKENS + sum(
+        estimate_text_tokens(str(b.get("text", ""))) for b in m.content if b.get("type") == "text"
+    )

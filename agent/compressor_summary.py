@@ -14,7 +14,7 @@ caller falls back to the extractive summary.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.errors import ContextOverflow
 from agent.prompts import SUMMARIZER_SYSTEM, serialize_messages, summary_instructions
@@ -65,6 +65,13 @@ class Summarizer:
         """The summary text, or ``None`` when it was cut off twice. Every call's usage is appended
         to ``records`` (paid for, used or not); provider errors propagate as ``LLMError``."""
         info = model_info(self.model)
+        # Redacted once: the prompt is built for sizing and again for each attempt.
+        job = replace(
+            job,
+            previous=redact(job.previous) if job.previous else None,
+            focus=redact(job.focus) if job.focus else None,
+            recent_requests=tuple(redact(r) for r in job.recent_requests),
+        )
         # The budget the prompt asks for leaves the model half again as much before it is cut off.
         budget = min(job.budget, info.max_output * 2 // 3)
         max_tokens = min(budget + budget // 2, info.max_output)
@@ -90,12 +97,13 @@ class Summarizer:
         return None
 
     def _prompt(self, job: SummaryJob, budget: int, transcript: str) -> str:
+        """The instructions around ``transcript``; ``job``'s texts are already redacted."""
         return summary_instructions(
             transcript,
             budget_tokens=budget,
-            previous_summary=redact(job.previous) if job.previous else None,
-            focus=redact(job.focus) if job.focus else None,
-            recent_requests=tuple(redact(r) for r in job.recent_requests),
+            previous_summary=job.previous or None,
+            focus=job.focus or None,
+            recent_requests=job.recent_requests,
         )
 
     def _room(self, job: SummaryJob, budget: int, max_tokens: int, window: int) -> int:

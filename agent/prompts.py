@@ -80,6 +80,8 @@ _CLOSING_TAG = re.compile(r"<\s*/\s*(" + "|".join(PROMPT_TAGS) + r")\s*>", re.IG
 
 def escape_tags(text: str) -> str:
     """``text`` with every closing tag of :data:`PROMPT_TAGS` defused: ``</ transcript>``."""
+    if "<" not in text:  # no tag at all: most messages, and a regex pass saved on each
+        return text
     return _CLOSING_TAG.sub(lambda m: f"</ {m.group(1)}>", text)
 
 
@@ -278,10 +280,11 @@ def _clip(text: str, limit: int) -> str:
         return text
     head = int(limit * 0.7)
     tail = max(0, limit - head)
-    return f"{text[:head]} …[{len(text) - limit} chars omitted]… {text[len(text) - tail :]}"
+    # ASCII marks: a transcript of ASCII text stays ASCII, which its estimate and redaction use.
+    return f"{text[:head]} ...[{len(text) - limit} chars omitted]... {text[len(text) - tail :]}"
 
 
-def _block_line(block: ContentBlock, *, tool_chars: int) -> str:
+def _block_line(block: ContentBlock, *, tool_chars: int, result_chars: int) -> str:
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
@@ -292,7 +295,7 @@ def _block_line(block: ContentBlock, *, tool_chars: int) -> str:
         inner = block.get("content", "")
         text = ChatMessage(role="user", content=inner).text if isinstance(inner, list) else str(inner)
         status = " ERROR" if block.get("is_error") else ""
-        return f"[tool result id={block.get('tool_use_id')}{status}] {_clip(text, tool_chars * 2)}"
+        return f"[tool result id={block.get('tool_use_id')}{status}] {_clip(text, result_chars)}"
     if kind in ("thinking", "redacted_thinking"):
         return ""
     return f"[{kind}]"
@@ -302,7 +305,15 @@ def _attr(value: str) -> str:
     return value.replace('"', "'").replace(">", ")").replace("\n", " ")
 
 
-def serialize_message(m: ChatMessage, *, tool_chars: int = 400, text_chars: int = 6000) -> str:
+# A tool output reaches the summarizer as its head and its tail (where a command's result and
+# exit status are), RESULT_CHARS in all: the archived range is summarized unpruned (issue 10), and
+# this keeps its outputs about as short as a pruned line while showing what they said.
+RESULT_CHARS = 400
+
+
+def serialize_message(
+    m: ChatMessage, *, tool_chars: int = 400, result_chars: int = RESULT_CHARS, text_chars: int = 6000
+) -> str:
     """One message as the summarizer reads it: a tagged header (id, role, author, time), then its content."""
     attrs = [f'role="{"summary" if m.kind == "summary" else m.role}"']
     if m.id is not None:
@@ -311,29 +322,39 @@ def serialize_message(m: ChatMessage, *, tool_chars: int = 400, text_chars: int 
         attrs.append(f'author="{_attr(m.author_name or m.author_id or "")}"')
     if m.created_at is not None:
         attrs.append(f'at="{m.created_at:%Y-%m-%d %H:%M}"')
-    lines = [_block_line(b, tool_chars=tool_chars) for b in m.content]
+    lines = [_block_line(b, tool_chars=tool_chars, result_chars=result_chars) for b in m.content]
     body = escape_tags(_clip("\n".join(line for line in lines if line), text_chars))
     return f"<msg {' '.join(attrs)}>\n{body or '(empty)'}\n</msg>"
 
 
 def serialize_messages(ms: Sequence[ChatMessage], *, max_tokens: int = 100_000) -> str:
     """The transcript for the summarizer, bounded by the token estimator (a CJK character is a
-    token): past ``max_tokens`` the middle is left out, marked."""
-    rendered = [serialize_message(m) for m in ms]
-    sizes = [estimate_text_tokens(r) + 1 for r in rendered]
-    if sum(sizes) <= max_tokens:
-        return "\n".join(rendered)
+    token): past ``max_tokens`` the middle is left out, marked.
+
+    The head takes the oldest messages up to 30% of the budget, the tail the newest ones in
+    what is left. A message is rendered only when it is reached from either end, so a long
+    range costs what is kept, not what is left out."""
+    rendered: dict[int, tuple[str, int]] = {}
+
+    def render(index: int) -> tuple[str, int]:
+        if index not in rendered:
+            text = serialize_message(ms[index])
+            rendered[index] = (text, estimate_text_tokens(text) + 1)
+        return rendered[index]
+
     head = 0
     used = 0
-    while head < len(rendered) and used + sizes[head] <= max_tokens * 0.3:
-        used += sizes[head]
+    while head < len(ms) and used + render(head)[1] <= max_tokens * 0.3:
+        used += render(head)[1]
         head += 1
-    tail = len(rendered)
-    while tail > head and used + sizes[tail - 1] <= max_tokens:
+    tail = len(ms)
+    while tail > head and used + render(tail - 1)[1] <= max_tokens:
         tail -= 1
-        used += sizes[tail]
-    omitted = tail - head
-    return "\n".join([*rendered[:head], f"[… {omitted} messages omitted for length …]", *rendered[tail:]])
+        used += render(tail)[1]
+    texts = [rendered[i][0] for i in range(len(ms)) if i < head or i >= tail]
+    if tail == head:  # everything fits
+        return "\n".join(texts)
+    return "\n".join([*texts[:head], f"[... {tail - head} messages omitted for length ...]", *texts[head:]])
 
 
 def parse_transcript(text: str) -> list[ChatMessage]:

@@ -44,6 +44,8 @@ _WIDE = re.compile(
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff]"
 )
 
+_ASCII_BYTES = bytes(range(128))
+
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
@@ -136,7 +138,10 @@ def estimate_text_tokens(text: str) -> int:
         return 0
     narrow, wide = len(text), 0
     if not text.isascii():
-        wide = len(_WIDE.findall(text))
+        # Wide characters are never ASCII: look for them among the others only (an accent or an
+        # ellipsis in English text would otherwise cost a regex pass over all of it).
+        others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+        wide = len(_WIDE.findall(others.decode("utf-8", "surrogatepass")))
         narrow -= wide
     return wide + math.ceil(narrow / CHARS_PER_TOKEN)
 
@@ -217,7 +222,17 @@ def estimate_prompt_tokens(
 ) -> int:
     """The best guess of a prompt's size: the last REAL count plus the (calibrated) growth of the
     messages since, else the overhead plus a calibrated estimate of the messages."""
-    rough = estimate_messages_tokens(messages)
+    return prompt_tokens_from_rough(system_prompt, estimate_messages_tokens(messages), state, tools=tools)
+
+
+def prompt_tokens_from_rough(
+    system_prompt: str,
+    rough: int,
+    state: ContextState,
+    *,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> int:
+    """:func:`estimate_prompt_tokens` for messages whose rough estimate is already known."""
     scale = state.token_scale or 1.0
     last, last_rough = state.last_prompt_tokens, state.last_prompt_estimate
     if last is not None and last_rough is not None and rough >= last_rough:

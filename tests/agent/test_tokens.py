@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from agent.tokens import (
+    _WIDE,
     DEFAULT_MODEL_INFO,
     IMAGE_TOKENS,
     MAX_SCALE,
@@ -124,3 +130,12 @@ def test_cost_counts_cache_writes_and_reads() -> None:
     assert cost_usd("claude-sonnet-4-5", writes, cache_ttl="1h") == pytest.approx(6.0)
     reads = Usage(cache_read_input_tokens=1_000_000)
     assert cost_usd("claude-sonnet-4-5", reads) == pytest.approx(0.3)
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(["a", " ", "\n", "é", "…", "中", "한", "カ", "\uff01", "😀", "\ud800"]))
+)
+def test_the_wide_count_equals_matching_every_character(text: str) -> None:
+    wide = len(_WIDE.findall(text))
+    assert estimate_text_tokens(text) == (wide + math.ceil((len(text) - wide) / 4) if text else 0)
