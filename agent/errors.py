@@ -83,4 +83,15 @@ class NotFound(StoreError):
 
 
 class AdapterError(HygieiaError):
-    """A platform adapter failed (send rejected, platform unreachable)."""
+    """A platform adapter failed (send rejected, platform unreachable). ``permanent``: the
+    platform refused this for good, so trying again cannot help (see :class:`DeliveryRefused`)."""
+
+    permanent: bool = False
+
+
+class DeliveryRefused(AdapterError):
+    """The platform refused the send with a final 4xx (not 429): the chat is gone, the bot was
+    blocked or removed, the message is invalid. The outbox dead-letters it at once instead of
+    retrying with backoff."""
+
+    permanent = True

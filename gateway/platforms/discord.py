@@ -28,7 +28,7 @@ import aiohttp
 import discord
 from discord.gateway import DiscordWebSocket
 
-from agent.errors import AdapterError, ConfigError
+from agent.errors import AdapterError, ConfigError, DeliveryRefused
 from gateway.config import DiscordSettings
 from gateway.platforms import discord_interactions as slash
 from gateway.platforms.base import (
@@ -409,12 +409,21 @@ async def _post(
         else:
             sent = await channel.send(text, reference=reference, allowed_mentions=_MENTIONS)
     except discord.Forbidden as exc:
-        raise AdapterError(f"Discord: no permission to post in channel {channel_id}: {exc.text}") from exc
+        raise DeliveryRefused(f"Discord: no permission to post in channel {channel_id}: {exc.text}") from exc
     except discord.NotFound as exc:
-        raise AdapterError(f"Discord: unknown channel {channel_id}: {exc.text}") from exc
+        raise DeliveryRefused(f"Discord: unknown channel {channel_id}: {exc.text}") from exc
+    except discord.HTTPException as exc:
+        raise refusal(exc, "Discord send failed") from exc
     except _SEND_ERRORS as exc:
         raise AdapterError(f"Discord send failed: {exc}") from exc
     return str(sent.id)
+
+
+def refusal(exc: discord.HTTPException, what: str) -> AdapterError:
+    """A final 4xx (bad request, missing access, unknown channel) is a :class:`DeliveryRefused`;
+    429 (what discord.py could not wait out) and 5xx may pass, so they are retried."""
+    final = 400 <= exc.status < 500 and exc.status != 429
+    return (DeliveryRefused if final else AdapterError)(f"{what}: {exc}")
 
 
 def _reference(target: OutboundTarget, channel_id: int) -> discord.MessageReference | None:
