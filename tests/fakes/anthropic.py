@@ -253,6 +253,9 @@ class FakeAnthropic:
         self.api_key = api_key  # when set, other keys get 401 authentication_error
         self.count_tokens_enabled = count_tokens_enabled  # False: count_tokens answers 404
         self.delay = 0.0  # seconds to wait before answering any request
+        # Seconds a model takes before it answers (substring match, longest wins): a slow
+        # summary model, say ({"claude-haiku-4-5": 6.0}).
+        self.model_delays: dict[str, float] = {}
         self.cache = PromptCache(min_cacheable_tokens)
         self.requests: list[RecordedRequest] = []
         self.counts: Counter[str] = Counter()
@@ -386,6 +389,9 @@ class FakeAnthropic:
         refused = self._over_limits(body)
         if refused is not None:
             return self._error(refused)
+        slow = _longest(str(body["model"]), self.model_delays)
+        if slow is not None:
+            await asyncio.sleep(self.model_delays[slow])
         answer = await self._answer(body)
         if isinstance(answer, ErrorReply):
             return self._error(answer)
