@@ -91,6 +91,8 @@ class DiscordAdapter(PlatformAdapter):
         self._queue: asyncio.Queue[tuple[discord.Message | discord.Interaction, bool]] = asyncio.Queue()
         self._commands = list(commands or [])
         self._interactions = slash.Interactions(self._commands, settings.interaction_defer_seconds)
+        # Private answers this process could not give through their interaction (told once each).
+        self._lost_private: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._ready = asyncio.Event()
         self._restore: Callable[[], None] | None = None
@@ -269,7 +271,7 @@ class DiscordAdapter(PlatformAdapter):
             message, edited = await self._queue.get()
             try:
                 if isinstance(message, discord.Interaction):
-                    if not await self._deliver(handler, slash.to_inbound(message)):
+                    if not await self._deliver(handler, self._interactions.to_inbound(message)):
                         await self._interactions.failed(message)
                     continue
                 inbound = await self._convert(message, edited)
@@ -324,14 +326,21 @@ class DiscordAdapter(PlatformAdapter):
         client = self._require_client()
         if not text.strip():
             return []
-        if (target.reply_to_message_id or "").startswith(slash.PREFIX):
+        ref = target.reply_to_message_id or ""
+        if ref.startswith(slash.PREFIX):
             if self._interactions.holds(target):
-                interaction_id = (target.reply_to_message_id or "").removeprefix(slash.PREFIX)
+                interaction_id = slash.interaction_key(ref)
                 ids: list[str] = []
                 for part in self._parts(text):
                     ids.extend(await self._interactions.answer(interaction_id, part))
                 return ids
-            # Restarted or expired: the answer goes to the channel as an ordinary message.
+            # Restarted or expired: the answer goes to the channel as an ordinary message, but
+            # a private one is the caller's only: the channel is told once to ask again.
+            if slash.is_private(ref):
+                if ref in self._lost_private:
+                    return []
+                self._lost_private.add(ref)
+                text = slash.LOST_PRIVATE_ANSWER
             target = super().continuation(target)
         parts = self._parts(text)
         channel_id = int(target.thread_id or target.chat_id)
