@@ -78,7 +78,9 @@ class Summarizer:
             except ContextOverflow as exc:
                 if attempt == 2:
                     raise
-                room = _shrunk(room, exc, max_tokens)
+                # From what was sent, not the room: a transcript that never filled it must shrink too.
+                sent = estimate_text_tokens(serialize_messages(job.content, max_tokens=room))
+                room = _shrunk(min(room, sent), exc, max_tokens)
                 _log.warning("summary prompt too long (%s); retrying with %d transcript tokens", exc, room)
                 continue
             records.append(self._record(response))
