@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from agent.context_engine import CompressionOutcome, ContextEngine
+from agent.errors import StoreError
 from agent.storage import ConversationStore
 from agent.types import AgentSession, ChatMessage, CompactionRecord, ContextState, MemoryEntry, Trigger
 
@@ -133,9 +134,21 @@ async def compact(
         await store.record_usage(session.id, record)
     stored: CompactionRecord | None = None
     if outcome.plan is not None:
-        stored = await store.archive_and_summarize(session.id, outcome.plan)
+        try:
+            stored = await store.archive_and_summarize(session.id, outcome.plan)
+        except StoreError as exc:
+            # The store refused the plan (an admin restored a compaction meanwhile, say): a failed
+            # compaction like a failed summary, never an aborted turn that is retried and refused
+            # again. Nothing changed; the active view is read afresh, since it may have moved.
+            engine.on_failure(session, state, f"store refused the plan: {exc}")
+            outcome = replace(outcome, plan=None, status="failed", reason=f"store refused the plan: {exc}")
+            _log.warning(
+                "compaction refused by the store: %s",
+                exc,
+                extra={"session": session.id, "trigger": trigger, "tokens_before": outcome.tokens_before},
+            )
         view = await store.load_active(session.id)
-    else:
+    if outcome.plan is None:
         _log.info(
             "compaction skipped: %s",
             outcome.reason,

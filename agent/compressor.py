@@ -414,6 +414,10 @@ class ContextCompressor(ContextEngine):
         )
         return _Written(redact(fallback), reason, usage, "fallback")
 
+    def on_failure(self, session: AgentSession, state: ContextState, reason: str) -> None:
+        """A plan the store refused is a failure like a failed summary: cooldown, breaker count."""
+        self._record_failure(state)
+
     def _record_failure(self, state: ContextState) -> None:
         state.consecutive_failures += 1
         state.cooldown_until = self.clock() + self.backoff(state.consecutive_failures)

@@ -3,7 +3,8 @@
 The request fits the summary model, not the main one: ``max_tokens`` within its output cap,
 and the transcript sized with the token estimator (a CJK character is a token) against its
 own window, less the reply, the instructions and a safety margin. A prompt the model still
-finds too long is retried once with the transcript cut by what it reported.
+finds too long (alone, or with ``max_tokens`` beside it) is retried once with the transcript cut
+by what it reported.
 
 A summary cut off at ``max_tokens`` is never accepted (its missing sections would read as
 "no active task"): the attempt is retried once with a larger output budget, or, when the
@@ -31,10 +32,12 @@ PROMPT_FRAMING_TOKENS = 64
 MIN_TRANSCRIPT_TOKENS = 1_000
 
 
-def _shrunk(room: int, exc: ContextOverflow) -> int:
-    """A transcript room cut by how far over the limit the API said the prompt was."""
-    if exc.actual_tokens and exc.limit_tokens and exc.actual_tokens > exc.limit_tokens:
-        over = exc.actual_tokens - exc.limit_tokens
+def _shrunk(room: int, exc: ContextOverflow, max_tokens: int) -> int:
+    """A transcript room cut by how far over the limit the API said the prompt was, the reply's
+    ``max_tokens`` included (the window holds both)."""
+    prompt, limit = exc.prompt_tokens, exc.limit_tokens
+    if prompt and limit and prompt + max_tokens > limit:
+        over = prompt + max_tokens - limit
         return max(MIN_TRANSCRIPT_TOKENS, int((room - over) * ESTIMATE_SAFETY))
     return max(MIN_TRANSCRIPT_TOKENS, room // 2)
 
@@ -82,7 +85,9 @@ class Summarizer:
             except ContextOverflow as exc:
                 if attempt == 2:
                     raise
-                room = _shrunk(room, exc)
+                # From what was sent, not the room: a transcript that never filled it must shrink too.
+                sent = estimate_text_tokens(serialize_messages(job.content, max_tokens=room))
+                room = _shrunk(min(room, sent), exc, max_tokens)
                 _log.warning("summary prompt too long (%s); retrying with %d transcript tokens", exc, room)
                 continue
             records.append(self._record(response))

@@ -75,3 +75,8 @@ class ContextEngine(ABC):
         """Learn from a real API-reported prompt size (calibration, anti-thrash); ``prompt`` is the
         rough size of the request it counted."""
         return None
+
+    def on_failure(self, session: AgentSession, state: ContextState, reason: str) -> None:
+        """A planned compaction could not be applied (the store refused it): count it as a failed
+        attempt, so the next automatic trigger waits instead of trying again at once."""
+        return None

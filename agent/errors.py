@@ -22,14 +22,29 @@ class LLMError(HygieiaError):
 
 
 class ContextOverflow(LLMError):
-    """The prompt is longer than the model accepts (HTTP 400 "prompt is too long")."""
+    """The prompt is longer than the model accepts (HTTP 400 "prompt is too long"), or the prompt
+    and ``max_tokens`` together are ("input length and `max_tokens` exceed context limit: X + Y >
+    Z"): then ``output_tokens`` is Y and ``actual_tokens`` is X + Y."""
 
     def __init__(
-        self, message: str, *, actual_tokens: int | None = None, limit_tokens: int | None = None
+        self,
+        message: str,
+        *,
+        actual_tokens: int | None = None,
+        limit_tokens: int | None = None,
+        output_tokens: int | None = None,
     ) -> None:
         super().__init__(message, status_code=400)
         self.actual_tokens = actual_tokens
         self.limit_tokens = limit_tokens
+        self.output_tokens = output_tokens
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """The prompt's own size, as the API counted it (without the reply's share)."""
+        if self.actual_tokens is None:
+            return None
+        return self.actual_tokens - (self.output_tokens or 0)
 
 
 class RateLimited(LLMError):
@@ -83,4 +98,15 @@ class NotFound(StoreError):
 
 
 class AdapterError(HygieiaError):
-    """A platform adapter failed (send rejected, platform unreachable)."""
+    """A platform adapter failed (send rejected, platform unreachable). ``permanent``: the
+    platform refused this for good, so trying again cannot help (see :class:`DeliveryRefused`)."""
+
+    permanent: bool = False
+
+
+class DeliveryRefused(AdapterError):
+    """The platform refused the send with a final 4xx (not 429): the chat is gone, the bot was
+    blocked or removed, the message is invalid. The outbox dead-letters it at once instead of
+    retrying with backoff."""
+
+    permanent = True

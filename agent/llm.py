@@ -86,7 +86,9 @@ def _status_error(status: int, message: str, headers: Mapping[str, str]) -> LLME
         match = _EXCEEDS_RE.search(message)
         if match:
             given, reply, limit = (int(g.replace(",", "")) for g in match.groups())
-            return ContextOverflow(message, actual_tokens=given + reply, limit_tokens=limit)
+            return ContextOverflow(
+                message, actual_tokens=given + reply, limit_tokens=limit, output_tokens=reply
+            )
         return ContextOverflow(message)
     if status == 402 or (status in (400, 403) and any(word in lowered for word in _BILLING_WORDS)):
         return SpendLimitReached(message, status_code=status)

@@ -22,7 +22,13 @@ from agent.compaction import WhenSlow, compact, learn_api_limit, with_api_limit
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflow, LLMError
 from agent.llm_stream import StreamingProvider, TurnListener
-from agent.loop_request import build_request, estimate_request_tokens, turn_ttl
+from agent.loop_request import (
+    build_request,
+    estimate_request_tokens,
+    reply_budget,
+    turn_ttl,
+    with_reply_room,
+)
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.settings import LLMSettings, PromptCachingSettings
 from agent.storage import ConversationStore
@@ -274,12 +280,14 @@ class AgentLoop:
     # -- the call ------------------------------------------------------------------------------
 
     def _request(self, turn: _Turn) -> LLMRequest:
-        limit = model_info(turn.session.model).max_output
+        wanted = min(self._llm.max_output_tokens, model_info(turn.session.model).max_output)
+        # The window holds the reply too: ask for no more than the room the input leaves.
+        estimate = estimate_request_tokens(turn.session, turn.view, turn.tools, turn.state)
         request, turn.view = build_request(
             turn.session,
             turn.view,
             turn.tools,
-            max_tokens=min(self._llm.max_output_tokens, limit),
+            max_tokens=reply_budget(turn.session, estimate, wanted),
             cache_ttl=turn.ttl,
         )
         return request
@@ -289,20 +297,38 @@ class AgentLoop:
         try:
             response = await self._create(turn, request)
         except ContextOverflow as exc:
-            _log.warning(
-                "prompt too long (%s > %s tokens): compacting and retrying once",
-                exc.actual_tokens,
-                exc.limit_tokens,
-                extra={"session": turn.session.id, "trigger": "reactive"},
-            )
-            learn_api_limit(turn.state, exc.limit_tokens)
-            turn.session = with_api_limit(turn.session, turn.state)
-            await self._store.save_context_state(turn.session.id, turn.state)
-            await self._compact(turn, "reactive", exc.actual_tokens)
-            request = self._request(turn)
-            response = await self._create(turn, request)  # a second overflow propagates
+            response = await self._overflowed(turn, request, exc)
         await self._account(turn, response)
         return response
+
+    async def _overflowed(self, turn: _Turn, request: LLMRequest, exc: ContextOverflow) -> LLMResponse:
+        """The API refused the request's size: learn its real limit; when only the reply's share
+        did not fit, ask for a shorter reply; else compact and retry once (a second overflow
+        propagates)."""
+        learn_api_limit(turn.state, exc.limit_tokens)
+        turn.session = with_api_limit(turn.session, turn.state)
+        await self._store.save_context_state(turn.session.id, turn.state)
+        shorter = with_reply_room(request, exc)
+        if shorter is not None:
+            _log.info(
+                "input and max_tokens over the window (%s > %s): asking for %d reply tokens",
+                exc.actual_tokens,
+                exc.limit_tokens,
+                shorter.max_tokens,
+                extra={"session": turn.session.id},
+            )
+            try:
+                return await self._create(turn, shorter)
+            except ContextOverflow as again:
+                exc = again
+        _log.warning(
+            "prompt too long (%s > %s tokens): compacting and retrying once",
+            exc.actual_tokens,
+            exc.limit_tokens,
+            extra={"session": turn.session.id, "trigger": "reactive"},
+        )
+        await self._compact(turn, "reactive", exc.prompt_tokens)
+        return await self._create(turn, self._request(turn))
 
     async def _create(self, turn: _Turn, request: LLMRequest) -> LLMResponse:
         """One call: streamed to the turn's listener when there is one and the provider can."""

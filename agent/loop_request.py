@@ -7,10 +7,12 @@ cached prefix (tools -> system -> messages) stays byte-identical across turns.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from agent.errors import InvalidRequest
+from agent.errors import ContextOverflow, InvalidRequest
 from agent.prompt_caching import apply_cache_control, choose_ttl
 from agent.provider import LLMRequest
 from agent.tokens import estimate_prompt_tokens
@@ -74,3 +76,30 @@ def build_request(
             )
             view = repair_tool_pairs(view)
     raise InvalidRequest(f"the transcript of session {session.id} cannot be repaired: {problems[0]}")
+
+
+# A reply budget below this is no real answer: then the context is compacted instead.
+MIN_REPLY_TOKENS = 1024
+# Estimates run a little under the real count at times: keep that much of the input spare.
+ESTIMATE_MARGIN = 1.05
+
+
+def reply_budget(session: AgentSession, estimate: int, wanted: int) -> int:
+    """``max_tokens`` for a request of ``estimate`` input tokens: ``wanted``, cut to the room the
+    window leaves (the API refuses input + max_tokens over the window). With less room than
+    :data:`MIN_REPLY_TOKENS` it stays ``wanted``: the API's refusal then compacts the context."""
+    room = session.context_window - math.ceil(estimate * ESTIMATE_MARGIN)
+    return min(wanted, room) if room >= MIN_REPLY_TOKENS else wanted
+
+
+def with_reply_room(request: LLMRequest, exc: ContextOverflow) -> LLMRequest | None:
+    """``request`` with ``max_tokens`` lowered to what the API said is left beside its input,
+    when the refusal was about the sum ("input length and `max_tokens` exceed context limit") and
+    the room left holds a real answer; else None (the input itself must shrink)."""
+    prompt, limit = exc.prompt_tokens, exc.limit_tokens
+    if exc.output_tokens is None or prompt is None or limit is None:
+        return None
+    room = limit - prompt
+    if room < min(MIN_REPLY_TOKENS, request.max_tokens) or room >= request.max_tokens:
+        return None
+    return replace(request, max_tokens=room)

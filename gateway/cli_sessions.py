@@ -16,6 +16,7 @@ from agent.types import SearchFilters, SearchHit, snippet_parts
 from gateway.cli_common import err, open_store, out, print_json, run_async, settings_or_exit, when
 from gateway.export import ExportFormatError, from_jsonl, render, to_jsonl, to_markdown
 from gateway.store.export_ops import SessionExport
+from gateway.store.find_ops import SORTS, SessionListing, SessionQuery
 
 sessions_app = typer.Typer(
     help="Inspect conversations: list, show, search, restore, export, import.", no_args_is_help=True
@@ -27,30 +28,47 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 @sessions_app.command("list")
 def list_sessions(
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    chat: Annotated[str | None, typer.Option(help="Only this chat id.")] = None,
+    user: Annotated[str | None, typer.Option(help="Sessions of this user id, or where they wrote.")] = None,
+    key: Annotated[str | None, typer.Option(help="Session keys containing this (any case).")] = None,
+    since: Annotated[datetime | None, typer.Option(help="Active since this time (UTC).")] = None,
+    sort: Annotated[str, typer.Option(help="activity, size, cost or compactions.")] = "activity",
+    order: Annotated[str, typer.Option(help="desc (largest/newest first) or asc.")] = "desc",
     limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
     offset: Annotated[int, typer.Option(min=0)] = 0,
     active_only: Annotated[bool, typer.Option("--active-only", help="Hide ended sessions.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Sessions, most recently active first."""
+    """Sessions, most recently active first: the admin API's filters, sort orders and paging."""
+    if sort not in SORTS:
+        raise typer.BadParameter(f"choose {', '.join(SORTS)}", param_hint="--sort")
+    if order not in ("asc", "desc"):
+        raise typer.BadParameter("choose asc or desc", param_hint="--order")
+    # The admin API's own query (gateway.store.find_ops), so both find the same sessions.
+    query = SessionQuery(
+        platform=platform or None,
+        chat_id=chat or None,
+        user_id=user or None,
+        key=key or None,
+        active_since=_utc(since, "--since"),
+        include_ended=not active_only,
+        sort=sort,
+        descending=order == "desc",
+    )
     settings = settings_or_exit()
 
-    async def fetch() -> list[Any]:
+    async def fetch() -> tuple[list[SessionListing], int]:
         async with open_store(settings) as store:
-            return list(
-                await store.list_sessions(
-                    limit=limit, offset=offset, platform=platform, include_ended=not active_only
-                )
-            )
+            return await store.find_sessions(query, limit=limit, offset=offset)
 
-    rows = run_async(fetch)
+    rows, total = run_async(fetch)
     if as_json:
         print_json([dataclasses.asdict(r) for r in rows])
         return
-    table = Table(title=f"{len(rows)} session(s)")
-    for column in ("id", "key", "active", "archived", "compactions", "last activity", "ended"):
+    table = Table(title=f"{len(rows)} of {total} session(s)")
+    for column in ("id", "key", "active", "archived", "compactions", "cost", "last activity", "ended"):
         table.add_column(
-            column, justify="right" if column in ("active", "archived", "compactions") else "left"
+            column, justify="right" if column in ("active", "archived", "compactions", "cost") else "left"
         )
     for r in rows:
         table.add_row(
@@ -59,6 +77,7 @@ def list_sessions(
             str(r.active),
             str(r.archived),
             str(r.compactions),
+            f"${r.cost_usd:.4f}",
             when(r.last_activity_at),
             f"{when(r.ended_at)} ({r.end_reason})" if r.ended_at else "",
         )

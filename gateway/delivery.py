@@ -5,8 +5,10 @@ platforms it runs (a lease, so several workers never send one row at once), spli
 text with the shared splitter, sends the parts in order and records the platform ids.
 A failed send (an :class:`AdapterError`, or any other exception: one row must never stall its
 chat) is retried with exponential backoff; after ``max_attempts`` the row is marked failed with
-its error (a dead letter), logged, and the chat is told once in plain words. Delivery is at-least-once at the
-platform boundary: a crash between a send and its record may repeat that one message.
+its error (a dead letter), logged, and the chat is told once in plain words. A final refusal by
+the platform (:class:`agent.errors.DeliveryRefused`: a 4xx other than 429) is a dead letter at
+once. Delivery is at-least-once at the platform boundary: a crash between a send and its record
+may repeat that one message.
 """
 
 from __future__ import annotations
@@ -192,10 +194,12 @@ class Delivery:
         attempts = row.attempts + 1
         error = str(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {exc}"
         fields = {"outbox_id": row.id, "platform": row.target.get("platform")}
-        if attempts >= self._max_attempts:
+        # A final refusal (chat gone, bot blocked: AdapterError.permanent) is not worth a minute
+        # of retries that would also hold the chat's next replies out of order.
+        if attempts >= self._max_attempts or (isinstance(exc, AdapterError) and exc.permanent):
             self._progress.pop(row.id, None)
             await self._store.outbox_mark_failed(row.id, error)
-            _log.error("giving up on a reply after %d attempts: %s", attempts, error, extra=fields)
+            _log.error("giving up on a reply after %d attempt(s): %s", attempts, error, extra=fields)
             await self._tell_undelivered(row)
             return
         delay = min(self._max_delay, self._base_delay * 2 ** (attempts - 1))

@@ -35,6 +35,8 @@ class Failure:
 def classify(exc: BaseException) -> Failure:
     """The user-facing outcome of a turn that raised ``exc``."""
     if isinstance(exc, CompressionError):
+        # Our compressor never raises it (a failed summary falls back or leaves the session as it
+        # was); a pluggable ContextEngine may, and its turn is then retried with this notice.
         return Failure(True, SUMMARIZING)
     if isinstance(exc, LLMError) and exc.retryable:
         return Failure(True, OVERLOADED)

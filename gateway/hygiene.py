@@ -29,6 +29,7 @@ from agent.loop_request import estimate_request_tokens
 from agent.settings import CompressionSettings
 from agent.storage import ConversationStore
 from agent.types import AgentSession, ChatMessage, ContextState
+from gateway.failures import SUMMARIZING
 
 _log = logging.getLogger(__name__)
 
@@ -37,8 +38,9 @@ COOLDOWN_BASE_SECONDS = 300.0
 COOLDOWN_FACTOR = 3.0
 COOLDOWN_CAP_SECONDS = 3600.0
 
-# Sent once when a compaction (hygiene or in-loop) runs longer than a few seconds.
-SUMMARIZING_NOTICE = "Summarizing the earlier conversation, one moment…"
+# Sent once when a compaction (hygiene or in-loop) runs longer than a few seconds: the same
+# sentence a turn retried because its engine raised CompressionError gets (gateway.failures).
+SUMMARIZING_NOTICE = SUMMARIZING
 
 HygieneStatus = Literal["disabled", "too_few", "below", "cooldown", "compacted", "ineffective", "failed"]
 

@@ -30,7 +30,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from agent.errors import AdapterError, ConfigError
+from agent.errors import AdapterError, ConfigError, DeliveryRefused
 from gateway.config import DiscordSettings
 from gateway.platforms import discord_interactions as slash
 from gateway.platforms.base import (
@@ -116,6 +116,8 @@ class DiscordAdapter(PlatformAdapter):
         self._queue: asyncio.Queue[tuple[discord.Message | discord.Interaction, bool]] = asyncio.Queue()
         self._commands = list(commands or [])
         self._interactions = slash.Interactions(self._commands, settings.interaction_defer_seconds)
+        # Private answers this process could not give through their interaction (told once each).
+        self._lost_private: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._ready = asyncio.Event()
         self._restore: Callable[[], None] | None = None
@@ -324,7 +326,7 @@ class DiscordAdapter(PlatformAdapter):
             message, edited = await self._queue.get()
             try:
                 if isinstance(message, discord.Interaction):
-                    if not await self._deliver(handler, slash.to_inbound(message)):
+                    if not await self._deliver(handler, self._interactions.to_inbound(message)):
                         await self._interactions.failed(message)
                     continue
                 inbound = await self._convert(message, edited)
@@ -379,14 +381,21 @@ class DiscordAdapter(PlatformAdapter):
         client = self._require_client()
         if not text.strip():
             return []
-        if (target.reply_to_message_id or "").startswith(slash.PREFIX):
+        ref = target.reply_to_message_id or ""
+        if ref.startswith(slash.PREFIX):
             if self._interactions.holds(target):
-                interaction_id = (target.reply_to_message_id or "").removeprefix(slash.PREFIX)
+                interaction_id = slash.interaction_key(ref)
                 ids: list[str] = []
                 for part in self._parts(text):
                     ids.extend(await self._interactions.answer(interaction_id, part))
                 return ids
-            # Restarted or expired: the answer goes to the channel as an ordinary message.
+            # Restarted or expired: the answer goes to the channel as an ordinary message, but
+            # a private one is the caller's only: the channel is told once to ask again.
+            if slash.is_private(ref):
+                if ref in self._lost_private:
+                    return []
+                self._lost_private.add(ref)
+                text = slash.LOST_PRIVATE_ANSWER
             target = super().continuation(target)
         parts = self._parts(text)
         channel_id = int(target.thread_id or target.chat_id)
@@ -464,12 +473,21 @@ async def _post(
         else:
             sent = await channel.send(text, reference=reference, allowed_mentions=_MENTIONS)
     except discord.Forbidden as exc:
-        raise AdapterError(f"Discord: no permission to post in channel {channel_id}: {exc.text}") from exc
+        raise DeliveryRefused(f"Discord: no permission to post in channel {channel_id}: {exc.text}") from exc
     except discord.NotFound as exc:
-        raise AdapterError(f"Discord: unknown channel {channel_id}: {exc.text}") from exc
+        raise DeliveryRefused(f"Discord: unknown channel {channel_id}: {exc.text}") from exc
+    except discord.HTTPException as exc:
+        raise refusal(exc, "Discord send failed") from exc
     except _SEND_ERRORS as exc:
         raise AdapterError(f"Discord send failed: {exc}") from exc
     return str(sent.id)
+
+
+def refusal(exc: discord.HTTPException, what: str) -> AdapterError:
+    """A final 4xx (bad request, missing access, unknown channel) is a :class:`DeliveryRefused`;
+    429 (what discord.py could not wait out) and 5xx may pass, so they are retried."""
+    final = 400 <= exc.status < 500 and exc.status != 429
+    return (DeliveryRefused if final else AdapterError)(f"{what}: {exc}")
 
 
 def _reference(target: OutboundTarget, channel_id: int) -> discord.MessageReference | None:

@@ -17,7 +17,10 @@ the ``interaction:`` target and answers through the interaction instead of posti
   acknowledged first (type 5, "thinking...") and the answer edits that message, with
   followups for further parts;
 - an interaction we no longer hold (a restart) or whose 15-minute token expired: the answer is
-  posted to the channel as an ordinary message, so it is never lost.
+  posted to the channel as an ordinary message, so it is never lost; except the answer to a
+  private command in a guild (ephemeral: /context, /usage...), which is for the caller only: the
+  channel gets one line asking them to run it again, never the answer. The interaction tokens
+  live in memory only (see README, "Discord slash commands after a restart").
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ from gateway.platforms.discord_inbound import PLATFORM
 _log = logging.getLogger(__name__)
 
 PREFIX = "interaction:"
+# Marks the message id of a command whose answer is only for the caller (ephemeral in a guild):
+# after a restart the adapter can tell, from the stored reply target alone, not to post it.
+PRIVATE = "private:"
+LOST_PRIVATE_ANSWER = "I was restarted before I could answer your command privately; please run it again."
 TOKEN_LIFETIME = 15 * 60.0
 TOKEN_MARGIN = 30.0
 STRING_OPTION = 3
@@ -103,8 +110,19 @@ def command_line(interaction: discord.Interaction) -> str:
     return " ".join([f"/{data.get('name', '')}", *values]).strip()
 
 
-def to_inbound(interaction: discord.Interaction) -> InboundMessage:
-    """The command message for ``interaction``: addressed to us, id ``interaction:<id>``."""
+def interaction_key(ref: str) -> str:
+    """The interaction id in a reply target's ``interaction:[private:]<id>``."""
+    return ref.removeprefix(PREFIX).removeprefix(PRIVATE)
+
+
+def is_private(ref: str) -> bool:
+    """Whether the reply target answers a private command (only the caller may see it)."""
+    return ref.startswith(PREFIX + PRIVATE)
+
+
+def to_inbound(interaction: discord.Interaction, *, private: bool = False) -> InboundMessage:
+    """The command message for ``interaction``: addressed to us, id ``interaction:<id>``
+    (``interaction:private:<id>`` when its answer is for the caller only)."""
     channel_id = interaction.channel_id or 0
     thread_id: str | None = None
     chat_id = str(channel_id)
@@ -120,7 +138,7 @@ def to_inbound(interaction: discord.Interaction) -> InboundMessage:
         chat_id=chat_id,
         user_id=str(interaction.user.id),
         text=command_line(interaction),
-        platform_message_id=f"{PREFIX}{interaction.id}",
+        platform_message_id=f"{PREFIX}{PRIVATE if private else ''}{interaction.id}",
         thread_id=thread_id,
         user_name=interaction.user.display_name,
         chat_type=chat_type,  # type: ignore[arg-type]
@@ -170,6 +188,13 @@ class Interactions:
             pending.timer = asyncio.create_task(self._defer_later(pending), name="discord-defer")
         return True
 
+    def to_inbound(self, interaction: discord.Interaction) -> InboundMessage:
+        """The command message, marked private when its answer is ephemeral (a private command in
+        a guild; in a DM only the caller sees it anyway)."""
+        spec = self.spec(interaction)
+        private = spec is not None and spec.private and interaction.guild_id is not None
+        return to_inbound(interaction, private=private)
+
     async def failed(self, interaction: discord.Interaction) -> None:
         """The gateway could not take the command: say so rather than leave "thinking..." forever."""
         await self.answer(str(interaction.id), "I couldn't take that command just now; please try again.")
@@ -177,7 +202,7 @@ class Interactions:
     def holds(self, target: OutboundTarget) -> bool:
         """True when ``target`` answers an interaction we can still answer through Discord."""
         ref = target.reply_to_message_id or ""
-        pending = self._pending.get(ref.removeprefix(PREFIX)) if ref.startswith(PREFIX) else None
+        pending = self._pending.get(interaction_key(ref)) if ref.startswith(PREFIX) else None
         return pending is not None and not pending.expired()
 
     async def answer(self, interaction_id: str, text: str) -> list[str]:

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 
 from telegram import BotCommand, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, ChatMigrated, RetryAfter, TelegramError
+from telegram.error import BadRequest, ChatMigrated, Forbidden, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, Application, ContextTypes, TypeHandler
 from telegram.request import HTTPXRequest
 
-from agent.errors import AdapterError, ConfigError
+from agent.errors import AdapterError, ConfigError, DeliveryRefused
 from gateway.config import TelegramSettings
 from gateway.platforms.base import (
     Attachment,
@@ -368,12 +368,13 @@ class TelegramAdapter(PlatformAdapter):
             return await self._send_paced(app, chat_id, to_telegram_html(text), ParseMode.HTML, kwargs)
         except BadRequest as exc:
             if "can't parse entities" not in str(exc).lower():
-                raise AdapterError(f"Telegram refused the message: {exc}") from exc
+                # A 400 ("chat not found", "message thread not found"...) is final: a dead letter.
+                raise DeliveryRefused(f"Telegram refused the message: {exc}") from exc
             _log.warning("telegram: formatting rejected (%s); sending the original as plain text", exc)
         try:
             return await self._send_paced(app, chat_id, text, None, kwargs)
         except BadRequest as exc:
-            raise AdapterError(f"Telegram refused the message: {exc}") from exc
+            raise DeliveryRefused(f"Telegram refused the message: {exc}") from exc
 
     async def _send_paced(
         self,
@@ -395,6 +396,8 @@ class TelegramAdapter(PlatformAdapter):
             ) from exc
         except BadRequest:
             raise
+        except Forbidden as exc:  # blocked by the user, removed from the group: final
+            raise DeliveryRefused(f"Telegram send failed: {exc}") from exc
         except TelegramError as exc:
             raise AdapterError(f"Telegram send failed: {exc}") from exc
         return sent

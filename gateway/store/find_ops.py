@@ -115,11 +115,16 @@ class FindOps(Repo):
                 return [], total
             rows = {r.id: r for r in (await s.scalars(select(SessionRow).where(SessionRow.id.in_(ids))))}
             counts = await s.execute(
-                select(messages.c.session_id, messages.c.active, func.count())
+                select(messages.c.session_id, messages.c.active, messages.c.compacted, func.count())
                 .where(messages.c.session_id.in_(ids))
-                .group_by(messages.c.session_id, messages.c.active)
+                .group_by(messages.c.session_id, messages.c.active, messages.c.compacted)
             )
-            by_state: dict[tuple[str, bool], int] = {(sid, bool(a)): int(n) for sid, a, n in counts}
+            # "archived" is what a compaction archived, as everywhere else (a summary retired by
+            # a restore is neither active nor archived).
+            by_state: dict[tuple[str, str], int] = {}
+            for sid, is_active, is_compacted, n in counts:
+                state = "active" if is_active else ("archived" if is_compacted else "retired")
+                by_state[(sid, state)] = by_state.get((sid, state), 0) + int(n)
             daily = usage_daily.c
             costs = await s.execute(
                 select(daily.session_id, func.sum(daily.cost_usd), func.sum(daily.calls))
@@ -136,8 +141,8 @@ class FindOps(Repo):
         listing = [
             SessionListing(
                 **{name: getattr(rows[i], name) for name in SESSION_FIELDS},
-                active=by_state.get((i, True), 0),
-                archived=by_state.get((i, False), 0),
+                active=by_state.get((i, "active"), 0),
+                archived=by_state.get((i, "archived"), 0),
                 compactions=compacted.get(i, 0),
                 cost_usd=cost.get(i, (0.0, 0))[0],
                 calls=cost.get(i, (0.0, 0))[1],

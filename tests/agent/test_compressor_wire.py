@@ -84,6 +84,19 @@ async def test_the_summary_request_fits_a_summary_model_with_a_small_output_cap(
     assert request["max_tokens"] <= 8_192
 
 
+async def test_a_summary_refused_for_its_input_plus_max_tokens_is_retried_smaller_than_it_was() -> None:
+    # The transcript (~40k tokens) is well under the room we computed for the summary model, and
+    # under its real window (50k) too, but not with the 15k max_tokens beside it: the retry must
+    # cut the transcript that was sent, not the larger room it never filled.
+    session = AgentSession(id="sum", system_prompt="sys", model="claude-sonnet-4-6", context_window=200_000)
+    async with FakeAnthropic(windows={"claude-haiku-4-5": 50_000}) as fake:
+        outcome = await _compact_through_the_fake(fake, session, random_transcript(5) * 3, "claude-haiku-4-5")
+    assert outcome.status == "ok", outcome.reason
+    first, second = [r for r in fake.message_requests if "<transcript>" in str(r["messages"])]
+    assert fake.count_tokens(first) <= 50_000 < fake.count_tokens(first) + first["max_tokens"]
+    assert fake.count_tokens(second) + second["max_tokens"] <= 50_000
+
+
 async def test_a_cjk_transcript_is_sized_for_the_summary_models_own_window() -> None:
     # The main model has a 1M window (a deployment with the 1M beta); the summary model has 200k.
     session = AgentSession(id="cjk", system_prompt="sys", model="claude-sonnet-4-6", context_window=1_000_000)

@@ -134,6 +134,30 @@ async def test_prompt_over_the_window_is_too_long(
     assert error.api_message == f"prompt is too long: {tokens} tokens > 50 maximum"
 
 
+async def test_input_plus_max_tokens_over_the_window_is_rejected_in_the_apis_words(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic
+) -> None:
+    fake.context_window = 1_000
+    messages = [user("word " * 200)]
+    tokens = fake.count_tokens({"messages": messages})
+    assert tokens < 1_000
+    ok = await client.messages.create(model=MODEL, max_tokens=1_000 - tokens, messages=messages)
+    assert ok.content
+    over = 1_000 - tokens + 1
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.messages.create(model=MODEL, max_tokens=over, messages=messages)
+    assert info.value.type == "invalid_request_error"
+    assert info.value.api_message == (
+        f"input length and `max_tokens` exceed context limit: {tokens} + {over} > 1000, "
+        "decrease input length or `max_tokens` and try again"
+    )
+    # A streamed request is refused the same way, before any event.
+    with pytest.raises(anthropic.BadRequestError, match="exceed context limit"):
+        async with client.messages.stream(model=MODEL, max_tokens=over, messages=messages) as events:
+            async for _ in events:
+                pass
+
+
 async def test_max_tokens_above_the_models_output_cap_is_rejected(client: anthropic.AsyncAnthropic) -> None:
     messages = [user("hello")]
     ok = await client.messages.create(model="claude-3-5-haiku-20241022", max_tokens=8_192, messages=messages)

@@ -2,11 +2,12 @@
 
 It validates every request with :func:`agent.transcript.validate_wire` (the same rules the
 agent checks before a real call), knows each model's window and output cap like the real
-API (an unknown model is a 404, ``max_tokens`` above the model's cap and a prompt over its
-window are 400s), counts tokens deterministically, accounts prompt caching by prefix, and
-answers with scripted replies, a responder callable, or a default echo (``ack: ...``) /
-structured summary. ``context_window`` narrows every model's window (a small window makes a
-test compact early); ``windows`` sets single models' windows (substring match, longest wins).
+API (an unknown model is a 404, ``max_tokens`` above the model's cap, a prompt over its
+window and a prompt plus ``max_tokens`` over it are 400s, in the API's words), counts tokens
+deterministically, accounts prompt caching by prefix, and answers with scripted replies, a
+responder callable, or a default echo (``ack: ...``) / structured summary. ``context_window``
+narrows every model's window (a small window makes a test compact early); ``windows`` sets
+single models' windows (substring match, longest wins).
 
     async with FakeAnthropic(context_window=10_000) as fake:
         fake.script(tool_use_reply("memory", {"command": "view"}), text_reply("done"))
@@ -252,6 +253,9 @@ class FakeAnthropic:
         self.api_key = api_key  # when set, other keys get 401 authentication_error
         self.count_tokens_enabled = count_tokens_enabled  # False: count_tokens answers 404
         self.delay = 0.0  # seconds to wait before answering any request
+        # Seconds a model takes before it answers (substring match, longest wins): a slow
+        # summary model, say ({"claude-haiku-4-5": 6.0}).
+        self.model_delays: dict[str, float] = {}
         self.cache = PromptCache(min_cacheable_tokens)
         self.requests: list[RecordedRequest] = []
         self.counts: Counter[str] = Counter()
@@ -385,6 +389,9 @@ class FakeAnthropic:
         refused = self._over_limits(body)
         if refused is not None:
             return self._error(refused)
+        slow = _longest(str(body["model"]), self.model_delays)
+        if slow is not None:
+            await asyncio.sleep(self.model_delays[slow])
         answer = await self._answer(body)
         if isinstance(answer, ErrorReply):
             return self._error(answer)
@@ -412,6 +419,14 @@ class FakeAnthropic:
         tokens = self.count_tokens(body)
         if tokens > limits.context_window:
             message = f"prompt is too long: {tokens} tokens > {limits.context_window} maximum"
+            return ErrorReply(400, "invalid_request_error", message)
+        if output and tokens + body["max_tokens"] > limits.context_window:
+            # The window holds the reply too: the API refuses a request whose input and
+            # max_tokens together do not fit (it does not shorten max_tokens itself).
+            message = (
+                f"input length and `max_tokens` exceed context limit: {tokens} + {body['max_tokens']} > "
+                f"{limits.context_window}, decrease input length or `max_tokens` and try again"
+            )
             return ErrorReply(400, "invalid_request_error", message)
         return None
 

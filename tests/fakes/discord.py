@@ -428,9 +428,11 @@ class FakeDiscord(GatewaySocket):
 
     def _failure_response(self, failure: _Failure, bucket: str) -> web.Response:
         if failure.status != 429:
-            return wire.json_response(
-                {"message": f"{failure.status}: Server Error", "code": 0}, failure.status
+            # Discord's own bodies for the refusals a bot meets most (JSON error codes 50001, 10003).
+            message, code = {403: ("Missing Access", 50001), 404: ("Unknown Channel", 10003)}.get(
+                failure.status, (f"{failure.status}: Server Error", 0)
             )
+            return wire.json_response({"message": message, "code": code}, failure.status)
         retry_after = failure.retry_after or 1.0
         response = wire.rate_limited(retry_after, is_global=failure.is_global)
         self._buckets.stamp(response, bucket, remaining=0, reset_after=retry_after)

@@ -15,6 +15,7 @@ import pytest
 
 from agent.errors import NotFound
 from gateway.commands import command_specs
+from gateway.platforms import discord_interactions as slash
 from gateway.platforms.base import OutboundTarget
 from gateway.runner import Service
 from gateway.store.records import OutboxRecord
@@ -24,6 +25,7 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.discord_interactions import RESPONSE_DEADLINE, FakeInteraction
 from tests.gateway.conftest import ChatResponder, is_summarizer_call, make_settings
 from tests.gateway.conftest_discord import DM_CHANNEL, USER, USER_NAME, dm, make_adapter, running
+from tests.gateway.test_telegram_service import until
 
 PRIVATE = {"context", "usage", "status", "tasks", "help"}
 
@@ -235,3 +237,63 @@ async def test_the_fake_refuses_a_first_response_after_three_seconds_and_a_token
             late_body, expired_body = await late.json(), await expired.json()
     assert (late.status, late_body["code"]) == (404, 10062)
     assert (expired.status, expired_body["code"]) == (401, 50027)
+
+
+async def test_a_private_answer_never_reaches_the_channel_after_a_restart(
+    db_url: str, tmp_path: Path, store: Store
+) -> None:
+    """A restart loses the interaction (its token lives in memory): the answer to a private
+    command (ephemeral in a guild) must not then be posted where the whole channel reads it."""
+    responder = SlowSummaries(chat_delay=2.0)
+    async with (
+        FakeDiscord() as discord_fake,
+        FakeAnthropic(responder=responder) as llm_fake,
+    ):
+        settings = make_settings(
+            data_dir=tmp_path,
+            database_url=db_url,
+            anthropic_api_key="test",
+            anthropic_base_url=llm_fake.base_url,
+            llm={"max_retries": 0},
+            sessions={"turn_grace_seconds": 0.1},
+        )
+
+        def adapter() -> Any:
+            return make_adapter(discord_fake, commands=command_specs(), interaction_defer_seconds=0.3)
+
+        first = await Service.build(settings, [adapter()], migrate=False)
+        await first.start()
+        try:
+            discord_fake.push_message(
+                discord_fake.channel_id,
+                "think hard about the budget",
+                author_id=USER,
+                author_name=USER_NAME,
+                guild_id=discord_fake.guild_id,
+                mentions_bot=True,
+            )
+            await until(lambda: bool(responder.chat_bodies))  # a turn runs: the command waits
+            interaction = discord_fake.slash.invoke(
+                "usage",
+                user_id=USER,
+                user_name=USER_NAME,
+                channel_id=discord_fake.channel_id,
+                guild_id=discord_fake.guild_id,
+            )
+            await until(lambda: bool(interaction.callbacks))  # acknowledged: "thinking..."
+            await asyncio.sleep(0.3)  # handed to the gateway's inbox
+        finally:
+            await first.stop()
+        responder.chat_delay = 0.0
+        second = await Service.build(settings, [adapter()], migrate=False)
+        await second.start()
+        try:
+            await asyncio.wait_for(second.gateway.wait_idle(), 20)
+            await second.delivery.flush()
+        finally:
+            await second.stop()
+
+    assert interaction.ephemeral and interaction.texts == []
+    posted = [m.content for m in discord_fake.sent]
+    assert posted.count(slash.LOST_PRIVATE_ANSWER) == 1
+    assert [p for p in posted if p != slash.LOST_PRIVATE_ANSWER] == ["reply: think hard about the budget"]
