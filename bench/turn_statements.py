@@ -1,0 +1,84 @@
+"""SQL per addressed turn: statements and transactions before the agent call, and in the whole turn.
+
+The real service (SQLite in a temp dir; PostgreSQL too when HYGIEIA_TEST_POSTGRES_URL is set)
+serves addressed messages in one session of 1,000 active messages; SQLAlchemy's engine events
+count every statement and transaction (``tests/turn_probe.py``). Intake is the inbox commit
+the adapter waits for; "before the agent call" runs from that commit to the model call; the
+whole turn is intake to an idle worker (the reply queued, the inbox item done). Delivering the
+reply (the outbox loop, its own task) is counted apart. The counts are the same at every size;
+``--full`` only serves more turns.
+
+    python bench/turn_statements.py [--full] [--log]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+
+import _root  # noqa: F401  (the checkout's root on sys.path: tests.turn_probe)
+from _report import Report
+from rich.console import Console
+from rich.table import Table
+
+from tests.turn_probe import TurnSample, probe
+
+ACTIVE = 1000
+
+
+async def measure(url: str, data_dir: Path, turns: int, show_log: bool) -> list[TurnSample]:
+    async with probe(url, data_dir) as p:
+        await p.fill(ACTIVE)
+        await p.turn()  # the first turn of a process warms caches; it is not the steady state
+        p.counter.keep_log = show_log
+        samples = [await p.turn() for _ in range(turns)]
+        if show_log:
+            for line in p.counter.log[-samples[-1].whole.statements :]:
+                print("  ", line)
+        return samples
+
+
+def worst(samples: list[TurnSample], field: str) -> tuple[int, int]:
+    tallies = [getattr(s, field) for s in samples]
+    return max(t.statements for t in tallies), max(t.transactions for t in tallies)
+
+
+async def main(full: bool, show_log: bool) -> None:
+    turns = 50 if full else 10
+    targets = [("sqlite", None)]
+    if os.environ.get("HYGIEIA_TEST_POSTGRES_URL"):
+        targets.append(("postgresql", os.environ["HYGIEIA_TEST_POSTGRES_URL"]))
+    report = Report("turn_statements", full=full)
+    report.note("active messages", ACTIVE)
+    report.note("turns", turns)
+    table = Table(title=f"SQL per addressed turn, {ACTIVE:,} active messages, worst of {turns} turns")
+    for column in ("database", "phase", "statements", "transactions"):
+        table.add_column(column, justify="left" if column in ("database", "phase") else "right")
+    for name, url in targets:
+        with tempfile.TemporaryDirectory() as tmp:
+            samples = await measure(
+                url or f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}", Path(tmp), turns, show_log
+            )
+        for phase, label in (
+            ("intake", "intake (inbox commit)"),
+            ("before_call", "inbox commit -> agent call"),
+            ("whole", "whole turn (intake -> idle)"),
+        ):
+            statements, transactions = worst(samples, phase)
+            table.add_row(name, label, str(statements), str(transactions))
+            report.add(f"{name}/{phase}/statements", statements, unit="statements")
+            report.add(f"{name}/{phase}/transactions", transactions, unit="transactions")
+    Console().print(table)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    report.save()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--full", action="store_true", help="50 turns instead of 10")
+    parser.add_argument("--log", action="store_true", help="print the statements of the last turn")
+    args = parser.parse_args()
+    asyncio.run(main(args.full, args.log))

@@ -1,0 +1,71 @@
+"""The hot path of a turn: what the gateway stores between the inbox and the agent's call.
+
+One transaction appends the turn's messages, touches the session, reads its compression state
+and yields the active view (from memory while its version is current), where separate calls
+took a transaction each and read the whole view again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+
+from agent.errors import NotFound, StoreError
+from agent.types import ChatMessage, ContextState
+from gateway.store.base import CONFLICT_RETRIES, Repo
+from gateway.store.convert import state_from_json
+from gateway.store.message_ops import append_row, prepared, read_active
+from gateway.store.models import sessions
+
+
+@dataclass(frozen=True, slots=True)
+class AppendedTurn:
+    """What :meth:`TurnOps.append_turn` stored and read."""
+
+    stored: list[tuple[ChatMessage, bool]]
+    """Each message as stored, and whether it is new (False: its platform id was stored before)."""
+    view: list[ChatMessage]
+    """The active view after the appends, in order."""
+    state: ContextState
+    """The session's compression bookkeeping, read in the same transaction."""
+
+
+class TurnOps(Repo):
+    async def append_turn(self, session_id: str, new: Sequence[ChatMessage], *, at: datetime) -> AppendedTurn:
+        """Append ``new`` (idempotent on platform message ids, in order), set the session's last
+        activity to ``at``, and return the resulting active view and compression state, all in
+        one transaction."""
+        ready = [prepared(m) for m in new]
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                async with self._tx() as s:
+                    # Locks the row (see message_ops.lock_view) and reads the state with it;
+                    # ``version`` moves on too: this is an update of the row (optimistic locking).
+                    stmt = (
+                        update(sessions)
+                        .where(sessions.c.id == session_id)
+                        .values(
+                            view_version=sessions.c.view_version + 1,
+                            last_activity_at=at,
+                            version=sessions.c.version + 1,
+                        )
+                        .returning(sessions.c.view_version, sessions.c.context_state)
+                    )
+                    row = (await s.execute(stmt)).one_or_none()
+                    if row is None:
+                        raise NotFound(f"no session {session_id}")
+                    version, state = int(row[0]), state_from_json(row[1])
+                    stored = [await append_row(s, session_id, m) for m in ready]
+                    view = self._views.get(session_id, version - 1)
+                    if view is None:
+                        view = await read_active(s, session_id)
+                    else:
+                        view += [m for m, created in stored if created]
+            except IntegrityError:
+                continue  # lost a race we did not lock against: read the new state and try again
+            return AppendedTurn(stored, self._views.put(session_id, version, view), state)
+        raise StoreError(f"could not append to session {session_id}: too many concurrent writers")

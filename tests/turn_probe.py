@@ -1,0 +1,217 @@
+"""Drive real turns through the real service and watch them: the SQL each turn runs, and how long
+the gateway takes from the inbox commit to the agent's call.
+
+Shared by ``bench/gateway_overhead.py``, ``bench/turn_statements.py`` and the regression tests
+that hold the statement count down. The model is the offline provider, wrapped to stamp the
+moment the agent calls it, so what is measured is the gateway's own work and nothing of a model.
+Statements are counted with SQLAlchemy's engine events (``before_cursor_execute``, ``begin``),
+attributed to phases by time: intake (until the inbox row is committed), before the agent call,
+and the rest of the turn (until the session's worker is idle). The delivery loop's statements
+(sending the reply) are counted apart: they run in their own task, at their own pace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agent.offline import OfflineProvider
+from agent.provider import LLMRequest, LLMResponse
+from agent.types import ChatMessage
+from gateway.config import Settings
+from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.runner import Service
+
+KEY = "probe:dm:c1"
+DELIVERY_TASK = "outbox-delivery"
+
+
+@dataclass
+class Tally:
+    statements: int = 0
+    transactions: int = 0
+
+    def __sub__(self, other: Tally) -> Tally:
+        return Tally(self.statements - other.statements, self.transactions - other.transactions)
+
+
+@dataclass
+class StatementCounter:
+    """Counts statements and transactions on an engine; the delivery loop's apart."""
+
+    turn: Tally = field(default_factory=Tally)
+    delivery: Tally = field(default_factory=Tally)
+    log: list[str] = field(default_factory=list)
+    keep_log: bool = False
+
+    def attach(self, engine: AsyncEngine) -> None:
+        event.listen(engine.sync_engine, "before_cursor_execute", self._statement)
+        event.listen(engine.sync_engine, "begin", self._begin)
+
+    def detach(self, engine: AsyncEngine) -> None:
+        event.remove(engine.sync_engine, "before_cursor_execute", self._statement)
+        event.remove(engine.sync_engine, "begin", self._begin)
+
+    def _bucket(self) -> Tally:
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            task = None
+        return self.delivery if task is not None and task.get_name() == DELIVERY_TASK else self.turn
+
+    def _statement(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("BEGIN"):
+            return  # SQLite's BEGIN, which we emit ourselves: counted as the transaction
+        self._bucket().statements += 1
+        if self.keep_log:
+            self.log.append(" ".join(statement.split())[:160])
+
+    def _begin(self, _conn: Any) -> None:
+        self._bucket().transactions += 1
+
+    def snapshot(self) -> Tally:
+        return Tally(self.turn.statements, self.turn.transactions)
+
+
+class StampingProvider(OfflineProvider):
+    """The offline provider, noting when (and after how much SQL) each chat call starts."""
+
+    def __init__(self, counter: StatementCounter) -> None:
+        self.counter = counter
+        self.calls: list[tuple[float, Tally]] = []
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        if request.purpose == "chat":
+            self.calls.append((time.perf_counter(), self.counter.snapshot()))
+        return await super().create(request)
+
+
+class NullAdapter(PlatformAdapter):
+    name = "probe"
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def start(self, handler: InboundHandler) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, target: OutboundTarget, text: str) -> list[str]:
+        self.sent += 1
+        return [str(self.sent)]
+
+
+@dataclass(frozen=True)
+class TurnSample:
+    intake_ms: float
+    to_call_ms: float
+    intake: Tally
+    before_call: Tally
+    whole: Tally
+
+
+class Probe:
+    """A running service with one session of ``active`` messages (plus ``archived`` bulk rows)."""
+
+    def __init__(self, service: Service, provider: StampingProvider, counter: StatementCounter) -> None:
+        self.service = service
+        self.provider = provider
+        self.counter = counter
+        self.session_id = ""
+        self._n = 0
+
+    async def fill(self, active: int, archived: int = 0) -> None:
+        store = self.service.store
+        info = await store.get_or_create_session(
+            KEY,
+            platform="probe",
+            chat_id="c1",
+            system_prompt=self.service.settings.sessions.system_prompt,
+            model=self.service.settings.model,
+        )
+        self.session_id = info.id
+        if archived:
+            await bulk_archive(self.service.store.db.engine, info.id, archived)
+        for i in range(active):
+            make = ChatMessage.user if i % 2 == 0 else ChatMessage.assistant
+            await store.append_message(info.id, make(f"message {i}: a sentence of ordinary chat text"))
+
+    async def turn(self) -> TurnSample:
+        """One addressed message, served to the end (reply queued, worker idle)."""
+        self._n += 1
+        msg = InboundMessage(
+            platform="probe",
+            chat_id="c1",
+            user_id="u",
+            text=f"question {self._n}",
+            platform_message_id=f"p{self._n}",
+        )
+        before = self.counter.snapshot()
+        started = time.perf_counter()
+        await self.service.gateway.intake(msg)  # returns once the inbox row is committed
+        committed = time.perf_counter()
+        after_intake = self.counter.snapshot()
+        calls = len(self.provider.calls)
+        await self.service.gateway.wait_idle()
+        if len(self.provider.calls) <= calls:
+            raise RuntimeError("the turn made no chat call")
+        called_at, at_call = self.provider.calls[calls]
+        end = self.counter.snapshot()
+        return TurnSample(
+            intake_ms=(committed - started) * 1000,
+            to_call_ms=(called_at - committed) * 1000,
+            intake=after_intake - before,
+            before_call=at_call - after_intake,
+            whole=end - before,
+        )
+
+
+@asynccontextmanager
+async def probe(url: str, data_dir: Path, **settings: Any) -> AsyncIterator[Probe]:
+    """A started service on ``url`` (migrated) with the counting provider and a silent platform."""
+    config = Settings(data_dir=data_dir, database_url=url, allow_all_users=True, **settings)
+    counter = StatementCounter()
+    provider = StampingProvider(counter)
+    service = await Service.build(config, [NullAdapter()], provider=provider)
+    await service.start()
+    counter.attach(service.store.db.engine)
+    try:
+        yield Probe(service, provider, counter)
+    finally:
+        counter.detach(service.store.db.engine)
+        await service.stop()
+
+
+async def bulk_archive(engine: AsyncEngine, session_id: str, count: int) -> None:
+    """``count`` archived rows at the start of the session, generated inside the database (one
+    statement: the search index's triggers run as for any insert)."""
+    if engine.dialect.name == "sqlite":
+        numbers = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :count) "
+        source = "FROM n"
+        true, false = "1", "0"
+        content = "json_array(json_object('type', 'text', 'text', 'archived message ' || i))"
+    else:
+        numbers = ""
+        source = "FROM generate_series(1, :count) AS n(i)"
+        true, false = "true", "false"
+        content = "json_build_array(json_build_object('type', 'text', 'text', 'archived message ' || i))"
+    # Archived rows sit before the active ones: negative seqs keep the appended messages' seq = max + 1.
+    stmt = text(
+        f"{numbers}INSERT INTO messages (session_id, seq, sub_seq, role, content, text, kind, created_at, "
+        "active, compacted) "
+        f"SELECT :sid, i - :count - 1, 0, CASE WHEN i % 2 = 0 THEN 'assistant' ELSE 'user' END, {content}, "
+        f"'archived message ' || i, 'message', :at, {false}, {true} {source}"
+    )
+    async with engine.begin() as conn:
+        await conn.execute(stmt, {"sid": session_id, "count": count, "at": datetime(2026, 1, 1, tzinfo=UTC)})
