@@ -24,7 +24,7 @@ from _report import Report
 from rich.console import Console
 from rich.table import Table
 
-from tests.turn_probe import TurnSample, probe
+from tests.turn_probe import TurnSample, probe, scratch_url
 
 ACTIVE = 1000
 
@@ -34,10 +34,12 @@ async def measure(url: str, data_dir: Path, turns: int, show_log: bool) -> list[
         await p.fill(ACTIVE)
         await p.turn()  # the first turn of a process warms caches; it is not the steady state
         p.counter.keep_log = show_log
-        samples = [await p.turn() for _ in range(turns)]
+        samples = []
+        for _ in range(turns):
+            p.counter.log.clear()
+            samples.append(await p.turn())
         if show_log:
-            for line in p.counter.log[-samples[-1].whole.statements :]:
-                print("  ", line)
+            print("\n".join(p.counter.log))
         return samples
 
 
@@ -59,9 +61,8 @@ async def main(full: bool, show_log: bool) -> None:
         table.add_column(column, justify="left" if column in ("database", "phase") else "right")
     for name, url in targets:
         with tempfile.TemporaryDirectory() as tmp:
-            samples = await measure(
-                url or f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}", Path(tmp), turns, show_log
-            )
+            async with scratch_url(url, Path(tmp)) as db_url:
+                samples = await measure(db_url, Path(tmp), turns, show_log)
         for phase, label in (
             ("intake", "intake (inbox commit)"),
             ("before_call", "inbox commit -> agent call"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -22,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agent.offline import OfflineProvider
 from agent.provider import LLMRequest, LLMResponse
 from agent.types import ChatMessage
+from gateway import runner
 from gateway.config import Settings
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
 from gateway.runner import Service
@@ -52,14 +55,11 @@ class StatementCounter:
     delivery: Tally = field(default_factory=Tally)
     log: list[str] = field(default_factory=list)
     keep_log: bool = False
+    paused: bool = False
 
     def attach(self, engine: AsyncEngine) -> None:
         event.listen(engine.sync_engine, "before_cursor_execute", self._statement)
         event.listen(engine.sync_engine, "begin", self._begin)
-
-    def detach(self, engine: AsyncEngine) -> None:
-        event.remove(engine.sync_engine, "before_cursor_execute", self._statement)
-        event.remove(engine.sync_engine, "begin", self._begin)
 
     def _bucket(self) -> Tally:
         try:
@@ -69,14 +69,22 @@ class StatementCounter:
         return self.delivery if task is not None and task.get_name() == DELIVERY_TASK else self.turn
 
     def _statement(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if self.paused:
+            return
         if statement.lstrip().upper().startswith("BEGIN"):
             return  # SQLite's BEGIN, which we emit ourselves: counted as the transaction
-        self._bucket().statements += 1
-        if self.keep_log:
+        bucket = self._bucket()
+        bucket.statements += 1
+        if self.keep_log and bucket is self.turn:
             self.log.append(" ".join(statement.split())[:160])
 
     def _begin(self, _conn: Any) -> None:
-        self._bucket().transactions += 1
+        if self.paused:
+            return
+        bucket = self._bucket()
+        bucket.transactions += 1
+        if self.keep_log and bucket is self.turn:
+            self.log.append("-- transaction")
 
     def snapshot(self) -> Tally:
         return Tally(self.turn.statements, self.turn.transactions)
@@ -124,8 +132,11 @@ class TurnSample:
 class Probe:
     """A running service with one session of ``active`` messages (plus ``archived`` bulk rows)."""
 
-    def __init__(self, service: Service, provider: StampingProvider, counter: StatementCounter) -> None:
+    def __init__(
+        self, service: Service, provider: StampingProvider, counter: StatementCounter, adapter: NullAdapter
+    ) -> None:
         self.service = service
+        self.adapter = adapter
         self.provider = provider
         self.counter = counter
         self.session_id = ""
@@ -168,6 +179,7 @@ class Probe:
             raise RuntimeError("the turn made no chat call")
         called_at, at_call = self.provider.calls[calls]
         end = self.counter.snapshot()
+        await self._delivered()
         return TurnSample(
             intake_ms=(committed - started) * 1000,
             to_call_ms=(called_at - committed) * 1000,
@@ -176,20 +188,62 @@ class Probe:
             whole=end - before,
         )
 
+    async def _delivered(self) -> None:
+        """Until the reply is sent, not counting: the next turn's figures must not hold the
+        delivery of this one (its statements run in tasks of their own, at their own time)."""
+        self.counter.paused = True
+        try:
+            for _ in range(1000):
+                if self.adapter.sent >= self._n:
+                    break
+                await asyncio.sleep(0.002)
+            await asyncio.sleep(0.01)  # the row is marked sent just after the send returns
+        finally:
+            self.counter.paused = False
+
 
 @asynccontextmanager
-async def probe(url: str, data_dir: Path, **settings: Any) -> AsyncIterator[Probe]:
-    """A started service on ``url`` (migrated) with the counting provider and a silent platform."""
+async def scratch_url(url: str | None, data_dir: Path) -> AsyncIterator[str]:
+    """A database URL of one's own: SQLite in ``data_dir`` (``url`` None), else a fresh
+    PostgreSQL schema on ``url``, dropped afterwards."""
+    if url is None:
+        yield f"sqlite+aiosqlite:///{data_dir / 'probe.db'}"
+        return
+    import psycopg
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    schema = f"probe_{uuid.uuid4().hex[:12]}"
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield (
+            make_url(url)
+            .update_query_dict({"options": f"-csearch_path={schema}"})
+            .render_as_string(hide_password=False)
+        )
+    finally:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@asynccontextmanager
+async def probe(url: str, data_dir: Path, *, tune_gc: bool = False, **settings: Any) -> AsyncIterator[Probe]:
+    """A started service on ``url`` (migrated) with the counting provider and a silent platform;
+    ``tune_gc``: the collector as ``hygieia run`` sets it after start-up."""
     config = Settings(data_dir=data_dir, database_url=url, allow_all_users=True, **settings)
     counter = StatementCounter()
     provider = StampingProvider(counter)
-    service = await Service.build(config, [NullAdapter()], provider=provider)
+    adapter = NullAdapter()
+    service = await Service.build(config, [adapter], provider=provider)
     await service.start()
+    if tune_gc:
+        runner.tune_gc()
     counter.attach(service.store.db.engine)
     try:
-        yield Probe(service, provider, counter)
+        yield Probe(service, provider, counter, adapter)
     finally:
-        counter.detach(service.store.db.engine)
+        # The listeners stay: removing them while a stopping task still runs SQL breaks the
+        # event dispatch, and the engine is disposed with the service anyway.
         await service.stop()
 
 
