@@ -43,9 +43,12 @@ async def measure(url: str, data_dir: Path, turns: int, show_log: bool) -> list[
         return samples
 
 
-def worst(samples: list[TurnSample], field: str) -> tuple[int, int]:
-    tallies = [getattr(s, field) for s in samples]
-    return max(t.statements for t in tallies), max(t.transactions for t in tallies)
+def typical(samples: list[TurnSample], field: str) -> tuple[int, int, int, int]:
+    """Median and most statements, median and most transactions of ``field`` over the turns."""
+    statements = sorted(getattr(s, field).statements for s in samples)
+    transactions = sorted(getattr(s, field).transactions for s in samples)
+    mid = len(samples) // 2
+    return statements[mid], statements[-1], transactions[mid], transactions[-1]
 
 
 async def main(full: bool, show_log: bool) -> None:
@@ -56,7 +59,8 @@ async def main(full: bool, show_log: bool) -> None:
     report = Report("turn_statements", full=full)
     report.note("active messages", ACTIVE)
     report.note("turns", turns)
-    table = Table(title=f"SQL per addressed turn, {ACTIVE:,} active messages, worst of {turns} turns")
+    title = f"SQL per addressed turn, {ACTIVE:,} active messages, {turns} turns (median / most)"
+    table = Table(title=title)
     for column in ("database", "phase", "statements", "transactions"):
         table.add_column(column, justify="left" if column in ("database", "phase") else "right")
     for name, url in targets:
@@ -68,8 +72,10 @@ async def main(full: bool, show_log: bool) -> None:
             ("before_call", "inbox commit -> agent call"),
             ("whole", "whole turn (intake -> idle)"),
         ):
-            statements, transactions = worst(samples, phase)
-            table.add_row(name, label, str(statements), str(transactions))
+            statements, most_statements, transactions, most_transactions = typical(samples, phase)
+            table.add_row(
+                name, label, f"{statements} / {most_statements}", f"{transactions} / {most_transactions}"
+            )
             report.add(f"{name}/{phase}/statements", statements, unit="statements")
             report.add(f"{name}/{phase}/transactions", transactions, unit="transactions")
     Console().print(table)

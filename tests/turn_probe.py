@@ -235,10 +235,12 @@ async def probe(url: str, data_dir: Path, *, tune_gc: bool = False, **settings: 
     provider = StampingProvider(counter)
     adapter = NullAdapter()
     service = await Service.build(config, [adapter], provider=provider)
+    # Before start: attached while a task is inside a listener (SQLite's BEGIN awaits the
+    # driver), the engine's listener list would change under that task's iteration.
+    counter.attach(service.store.db.engine)
     await service.start()
     if tune_gc:
         runner.tune_gc()
-    counter.attach(service.store.db.engine)
     try:
         yield Probe(service, provider, counter, adapter)
     finally:
