@@ -322,7 +322,8 @@ class Gateway:
         while self._accepting:
             self._dirty.discard(key)
             carried = self._carry.pop(key, [])
-            claimed = await self._store.inbox_claim(
+            # The claim reads the key's current session in the same transaction.
+            claimed, current = await self._store.claim_turn(
                 worker=self._worker_id,
                 lease_seconds=self._lease,
                 session_key=key,
@@ -336,7 +337,7 @@ class Gateway:
                     continue
                 return await self._failures.retry_in(key)
             try:
-                outcome, rest = await self._serve(key, items)
+                outcome, rest = await self._serve(key, items, current)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # per-item isolation and dead letters: gateway.dead_letters
@@ -350,8 +351,14 @@ class Gateway:
                 self._carry[key] = rest
         return None
 
-    async def _serve(self, key: str, items: list[InboxRecord]) -> tuple[Outcome, list[InboxRecord]]:
-        """Commands in order between runs of ordinary messages; returns what is left to serve."""
+    async def _serve(
+        self, key: str, items: list[InboxRecord], current: SessionInfo | None
+    ) -> tuple[Outcome, list[InboxRecord]]:
+        """Commands in order between runs of ordinary messages; returns what is left to serve.
+
+        ``current`` (the key's session as the claim read it) serves the first run only: a command
+        may end the session (``/new``), and whatever follows it looks the session up again.
+        """
         segment: list[InboxRecord] = []
         for index, item in enumerate(items):
             is_command = item.addressed and edit_of(item) is None
@@ -360,13 +367,14 @@ class Gateway:
                 segment.append(item)
                 continue
             if segment:
-                outcome = await self._turn.serve(key, segment)
+                outcome = await self._turn.serve(key, segment, current)
                 if outcome is not Outcome.DONE:
                     return outcome, segment + items[index:]
                 segment = []
+            current = None
             await self._serve_command(key, item, command)
         if segment:
-            outcome = await self._turn.serve(key, segment)
+            outcome = await self._turn.serve(key, segment, current)
             if outcome is not Outcome.DONE:
                 return outcome, segment
         return Outcome.DONE, []

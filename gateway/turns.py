@@ -32,7 +32,7 @@ from gateway.media_loader import MediaLoader, media_notice
 from gateway.platforms.base import OutboundTarget
 from gateway.replies import PendingItem, Replies, reply_of, reply_target, without_quote
 from gateway.sessions import SessionDirectory
-from gateway.store.records import InboxRecord
+from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
 from gateway.store.turn_ops import AppendedTurn
 from gateway.streaming import INTERRUPTED_NOTE, STOPPED_NOTE, Streams
@@ -103,8 +103,9 @@ class TurnServer:
         self._clock = clock
         self._book = book
 
-    async def serve(self, key: str, items: list[InboxRecord]) -> Outcome:
-        info = await self._directory.current(key, items[0])
+    async def serve(self, key: str, items: list[InboxRecord], current: SessionInfo | None = None) -> Outcome:
+        """Serve ``items`` as one turn; ``current`` is the key's session when the caller has just read it."""
+        info = await self._directory.current(key, items[0], known=current)
         session = self._directory.agent_session(info)
         first_try = self._book.retries.get(key, 0) == 0
         batch = _Batch()

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, case, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound, StoreError
 from gateway.store.base import CONFLICT_RETRIES, Repo, chunks
@@ -38,6 +39,38 @@ def _held_elsewhere(session_key: str, worker: str, now: datetime) -> ColumnEleme
         other.c.lease_until >= now,
         other.c.lease_owner != worker,
     )
+
+
+async def claim_in(
+    s: AsyncSession,
+    dialect: str,
+    *,
+    worker: str,
+    lease_seconds: float,
+    session_key: str | None,
+    limit: int,
+) -> list[InboxRecord]:
+    """:meth:`QueueOps.inbox_claim` inside the transaction ``s``."""
+    now = utcnow()
+    chosen = select(inbox.c.id).where(_claimable(now))
+    if session_key is not None:
+        chosen = chosen.where(inbox.c.session_key == session_key)
+    chosen = chosen.order_by(inbox.c.received_at, inbox.c.id).limit(limit).with_for_update(skip_locked=True)
+    # One UPDATE ... RETURNING takes them (and checks the session's lease in the same breath).
+    claim = update(inbox).where(inbox.c.id.in_(chosen.scalar_subquery()))
+    if session_key is not None:
+        claim = claim.where(~_held_elsewhere(session_key, worker, now))
+    claim = claim.values(
+        status="processing",
+        lease_owner=worker,
+        lease_until=now + timedelta(seconds=lease_seconds),
+        attempts=inbox.c.attempts + 1,
+    ).returning(*inbox.c)
+    if session_key is not None and dialect == "postgresql":
+        # Claims for one key one at a time, so two cannot both see it free.
+        await s.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(session_key, 0))))
+    rows = [to_inbox(r) for r in (await s.execute(claim)).mappings()]
+    return sorted(rows, key=lambda r: (r.received_at, r.id))
 
 
 class QueueOps(Repo):
@@ -95,29 +128,15 @@ class QueueOps(Repo):
         advisory lock on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers), and
         PostgreSQL skips rows another worker is claiming right now (FOR UPDATE SKIP LOCKED).
         """
-        now = utcnow()
-        chosen = select(inbox.c.id).where(_claimable(now))
-        if session_key is not None:
-            chosen = chosen.where(inbox.c.session_key == session_key)
-        chosen = (
-            chosen.order_by(inbox.c.received_at, inbox.c.id).limit(limit).with_for_update(skip_locked=True)
-        )
-        # One UPDATE ... RETURNING takes them (and checks the session's lease in the same breath).
-        claim = update(inbox).where(inbox.c.id.in_(chosen.scalar_subquery()))
-        if session_key is not None:
-            claim = claim.where(~_held_elsewhere(session_key, worker, now))
-        claim = claim.values(
-            status="processing",
-            lease_owner=worker,
-            lease_until=now + timedelta(seconds=lease_seconds),
-            attempts=inbox.c.attempts + 1,
-        ).returning(*inbox.c)
         async with self._tx() as s:
-            if session_key is not None and self.db.dialect == "postgresql":
-                # Claims for one key one at a time, so two cannot both see it free.
-                await s.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(session_key, 0))))
-            rows = [to_inbox(r) for r in (await s.execute(claim)).mappings()]
-        return sorted(rows, key=lambda r: (r.received_at, r.id))
+            return await claim_in(
+                s,
+                self.db.dialect,
+                worker=worker,
+                lease_seconds=lease_seconds,
+                session_key=session_key,
+                limit=limit,
+            )
 
     async def inbox_done(self, done: Sequence[tuple[int, int | None]]) -> None:
         """Finish served items, each with the message it became, in one transaction."""

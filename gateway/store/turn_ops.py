@@ -11,15 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from agent.errors import NotFound, StoreError
 from agent.types import ChatMessage, ContextState
 from gateway.store.base import CONFLICT_RETRIES, Repo
-from gateway.store.convert import state_from_json
+from gateway.store.convert import state_from_json, to_session
 from gateway.store.message_ops import append_row, prepared, read_active
-from gateway.store.models import sessions
+from gateway.store.models import SessionRow, sessions
+from gateway.store.queue_ops import claim_in
+from gateway.store.records import InboxRecord, SessionInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,27 @@ class AppendedTurn:
 
 
 class TurnOps(Repo):
+    async def claim_turn(
+        self, *, worker: str, lease_seconds: float, session_key: str, limit: int = 50
+    ) -> tuple[list[InboxRecord], SessionInfo | None]:
+        """:meth:`~gateway.store.queue_ops.QueueOps.inbox_claim` for one key, and, when anything
+        was claimed, the key's current session (None: it has none yet), in one transaction."""
+        async with self._tx() as s:
+            items = await claim_in(
+                s,
+                self.db.dialect,
+                worker=worker,
+                lease_seconds=lease_seconds,
+                session_key=session_key,
+                limit=limit,
+            )
+            if not items:
+                return [], None
+            row = await s.scalar(
+                select(SessionRow).where(SessionRow.key == session_key, SessionRow.ended_at.is_(None))
+            )
+            return items, None if row is None else to_session(row)
+
     async def append_turn(self, session_id: str, new: Sequence[ChatMessage], *, at: datetime) -> AppendedTurn:
         """Append ``new`` (idempotent on platform message ids, in order), set the session's last
         activity to ``at``, and return the resulting active view and compression state, all in
