@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent.tokens import content_tokens
 from agent.types import ChatMessage, text_block
 from gateway.store.db import Database
 from gateway.store.message_ops import read_active
@@ -150,3 +151,15 @@ def test_the_cache_is_bounded_and_forgets_idle_sessions() -> None:
     now[0] = 120.0
     views.put("d", 1, [ChatMessage.user("d")])
     assert len(views) == 1 and views.get("d", 1) is not None  # idle ones went with it
+
+
+async def test_a_stored_message_keeps_its_token_estimate_and_an_edit_renews_it(store: Store) -> None:
+    """No turn estimates its history again: the estimate is stored with the row, from its content."""
+    sid = await new_session(store)
+    stored = await store.append_message(sid, ChatMessage.user("short", platform_message_id="e1"))
+    assert stored.token_estimate == content_tokens(stored.content)
+    await store.record_edit(sid, "e1", [text_block("a much longer text " * 40)], at=AT)
+    fresh = Store(store.db)  # nothing in memory: the figures come from the rows
+    [row] = await fresh.load_active(sid)
+    assert row.token_estimate == content_tokens([text_block("a much longer text " * 40)])
+    assert row.with_content([text_block("x")]).token_estimate is None  # new content, no old figure
