@@ -44,9 +44,9 @@ def percentile(values: list[float], q: float) -> float:
 async def measure(
     url: str, data_dir: Path, archived: int, samples: int, tuned: bool
 ) -> dict[str, list[float]]:
-    async with probe(url, data_dir, tune_gc=tuned) as p:
-        started = time.perf_counter()
-        await p.fill(ACTIVE, archived)
+    started = time.perf_counter()
+    async with probe(url, data_dir, archived=archived, tune_gc=tuned) as p:
+        await p.fill(ACTIVE)
         print(f"  corpus: {ACTIVE:,} active + {archived:,} archived in {time.perf_counter() - started:.1f}s")
         for _ in range(3):  # warm-up: the first turns of a process fill caches
             await p.turn()

@@ -33,6 +33,7 @@ from gateway import runner
 from gateway.config import Settings
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
 from gateway.runner import Service
+from gateway.store.records import SessionInfo
 
 KEY = "probe:dm:c1"
 DELIVERY_TASK = "outbox-delivery"
@@ -142,18 +143,11 @@ class Probe:
         self.session_id = ""
         self._n = 0
 
-    async def fill(self, active: int, archived: int = 0) -> None:
+    async def fill(self, active: int) -> None:
+        """``active`` messages appended to the session (its archive was made before the start)."""
         store = self.service.store
-        info = await store.get_or_create_session(
-            KEY,
-            platform="probe",
-            chat_id="c1",
-            system_prompt=self.service.settings.sessions.system_prompt,
-            model=self.service.settings.model,
-        )
+        info = await open_session(self.service)
         self.session_id = info.id
-        if archived:
-            await bulk_archive(self.service.store.db.engine, info.id, archived)
         for i in range(active):
             make = ChatMessage.user if i % 2 == 0 else ChatMessage.assistant
             await store.append_message(info.id, make(f"message {i}: a sentence of ordinary chat text"))
@@ -227,8 +221,12 @@ async def scratch_url(url: str | None, data_dir: Path) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def probe(url: str, data_dir: Path, *, tune_gc: bool = False, **settings: Any) -> AsyncIterator[Probe]:
+async def probe(
+    url: str, data_dir: Path, *, archived: int = 0, tune_gc: bool = False, **settings: Any
+) -> AsyncIterator[Probe]:
     """A started service on ``url`` (migrated) with the counting provider and a silent platform;
+    ``archived`` rows in the probe's session, loaded before the service starts (a long bulk
+    insert would hold SQLite's write lock against the service's background loops);
     ``tune_gc``: the collector as ``hygieia run`` sets it after start-up."""
     config = Settings(data_dir=data_dir, database_url=url, allow_all_users=True, **settings)
     counter = StatementCounter()
@@ -238,6 +236,8 @@ async def probe(url: str, data_dir: Path, *, tune_gc: bool = False, **settings: 
     # Before start: attached while a task is inside a listener (SQLite's BEGIN awaits the
     # driver), the engine's listener list would change under that task's iteration.
     counter.attach(service.store.db.engine)
+    if archived:
+        await bulk_archive(service.store.db.engine, (await open_session(service)).id, archived)
     await service.start()
     if tune_gc:
         runner.tune_gc()
@@ -247,6 +247,16 @@ async def probe(url: str, data_dir: Path, *, tune_gc: bool = False, **settings: 
         # The listeners stay: removing them while a stopping task still runs SQL breaks the
         # event dispatch, and the engine is disposed with the service anyway.
         await service.stop()
+
+
+async def open_session(service: Service) -> SessionInfo:
+    return await service.store.get_or_create_session(
+        KEY,
+        platform="probe",
+        chat_id="c1",
+        system_prompt=service.settings.sessions.system_prompt,
+        model=service.settings.model,
+    )
 
 
 async def bulk_archive(engine: AsyncEngine, session_id: str, count: int) -> None:
