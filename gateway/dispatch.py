@@ -322,14 +322,18 @@ class Gateway:
         while self._accepting:
             self._dirty.discard(key)
             carried = self._carry.pop(key, [])
-            # The claim reads the key's current session in the same transaction.
-            claimed, current = await self._store.claim_turn(
+            # The claim reads the key's current session in the same transaction, and appends
+            # the messages when they are plain (TurnServer.prebuild); not with carried items,
+            # which must go first.
+            claim = await self._store.claim_turn(
                 worker=self._worker_id,
                 lease_seconds=self._lease,
                 session_key=key,
                 limit=self._failures.batch_size(key, CLAIM_BATCH),
+                prebuild=None if carried else self._turn.prebuild,
+                at=self._clock(),
             )
-            claimed = await self._failures.weed(claimed)
+            claimed = await self._failures.weed(claim.items)
             seen = {item.id for item in carried}
             items = sorted(carried + [i for i in claimed if i.id not in seen], key=lambda i: i.id)
             if not items:
@@ -337,7 +341,12 @@ class Gateway:
                     continue
                 return await self._failures.retry_in(key)
             try:
-                outcome, rest = await self._serve(key, items, current)
+                if claim.appended is not None:
+                    # Plain messages only (no command among them): one run, one turn.
+                    outcome = await self._turn.serve(key, items, claim.session, claim.appended)
+                    rest = items if outcome is not Outcome.DONE else []
+                else:
+                    outcome, rest = await self._serve(key, items, claim.session)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # per-item isolation and dead letters: gateway.dead_letters

@@ -172,6 +172,13 @@ class SessionDirectory:
             model=self._model,
         )
 
+    def reset_due(self, info: SessionInfo) -> bool:
+        """Whether :meth:`current` would end ``info`` (an idle or daily reset) before serving it."""
+        return (
+            reset_reason(info.last_activity_at, self._clock(), self._settings, timezone=self._timezone)
+            is not None
+        )
+
     def agent_session(self, info: SessionInfo) -> AgentSession:
         return AgentSession(
             id=info.id,

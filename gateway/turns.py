@@ -103,30 +103,41 @@ class TurnServer:
         self._clock = clock
         self._book = book
 
-    async def serve(self, key: str, items: list[InboxRecord], current: SessionInfo | None = None) -> Outcome:
-        """Serve ``items`` as one turn; ``current`` is the key's session when the caller has just read it."""
-        info = await self._directory.current(key, items[0], known=current)
-        session = self._directory.agent_session(info)
+    def prebuild(self, items: list[InboxRecord], info: SessionInfo) -> list[ChatMessage] | None:
+        """The messages of ``items`` when they are plain (no edit, attachment or command, none out
+        of attempts, no reset due), so the claim can append them in its own transaction; else None."""
+        if self._directory.reset_due(info):
+            return None
+        messages: list[ChatMessage] = []
+        for item in items:
+            if item.attempts > self._settings.delivery.inbox_max_attempts:
+                return None  # to be set aside (gateway.dead_letters), not appended
+            if edit_of(item) is not None or item.payload.get("attachments"):
+                return None
+            if item.addressed and parse_command(payload_text(item)) is not None:
+                return None
+            messages.append(user_message(item))
+        return messages
+
+    async def serve(
+        self,
+        key: str,
+        items: list[InboxRecord],
+        current: SessionInfo | None = None,
+        appended: AppendedTurn | None = None,
+    ) -> Outcome:
+        """Serve ``items`` as one turn. ``current``: the key's session when the caller has just read
+        it; ``appended``: the items' messages when the claim has already appended them (prebuild)."""
         first_try = self._book.retries.get(key, 0) == 0
-        batch = _Batch()
-        appended: AppendedTurn | None = None
         done: list[tuple[int, int | None]] = []
         addressed: list[tuple[PendingItem, bool]] = []
-        for item in items:
-            if edit_of(item) is not None:
-                # In order: an edit of a message claimed in this very batch must find it stored.
-                appended = await self._append(session, batch, first_try, done, addressed) or appended
-                batch = _Batch()
-                if await self._applied_edit(session.id, item):
-                    appended = None  # the view read with those appends predates the edit
-                    continue
-            message, unreadable = await self._media.message_for(session, item)
-            batch.items.append(item)
-            batch.messages.append(message)
-            batch.unreadable.append(unreadable)
-        appended = await self._append(session, batch, first_try, done, addressed) or appended
-        if appended is None:
-            await self._store.touch_session(session.id, self._clock())
+        if appended is not None and current is not None:
+            session = self._directory.agent_session(current)
+            await self._sort_out(session, items, [[] for _ in items], appended, first_try, done, addressed)
+        else:
+            info = await self._directory.current(key, items[0], known=current)
+            session = self._directory.agent_session(info)
+            appended = await self._append_all(session, items, first_try, done, addressed)
         if done:
             await self._store.inbox_done(done)
         if not addressed:
@@ -148,6 +159,35 @@ class TurnServer:
                 )
         return await self._answer(key, session, pending, target, appended)
 
+    async def _append_all(
+        self,
+        session: AgentSession,
+        items: list[InboxRecord],
+        first_try: bool,
+        done: list[tuple[int, int | None]],
+        addressed: list[tuple[PendingItem, bool]],
+    ) -> AppendedTurn | None:
+        """Edits applied and messages appended in order; the view after the last append (None when
+        an edit came after it, or nothing was appended)."""
+        batch = _Batch()
+        appended: AppendedTurn | None = None
+        for item in items:
+            if edit_of(item) is not None:
+                # In order: an edit of a message claimed in this very batch must find it stored.
+                appended = await self._append(session, batch, first_try, done, addressed) or appended
+                batch = _Batch()
+                if await self._applied_edit(session.id, item):
+                    appended = None  # the view read with those appends predates the edit
+                    continue
+            message, unreadable = await self._media.message_for(session, item)
+            batch.items.append(item)
+            batch.messages.append(message)
+            batch.unreadable.append(unreadable)
+        appended = await self._append(session, batch, first_try, done, addressed) or appended
+        if appended is None:
+            await self._store.touch_session(session.id, self._clock())
+        return appended
+
     async def _append(
         self,
         session: AgentSession,
@@ -159,9 +199,21 @@ class TurnServer:
         if not batch.items:
             return None
         turn = await self._store.append_turn(session.id, batch.messages, at=self._clock())
-        for item, unreadable, (message, created) in zip(
-            batch.items, batch.unreadable, turn.stored, strict=True
-        ):
+        await self._sort_out(session, batch.items, batch.unreadable, turn, first_try, done, addressed)
+        return turn
+
+    async def _sort_out(
+        self,
+        session: AgentSession,
+        items: list[InboxRecord],
+        unreadables: list[list[str]],
+        turn: AppendedTurn,
+        first_try: bool,
+        done: list[tuple[int, int | None]],
+        addressed: list[tuple[PendingItem, bool]],
+    ) -> None:
+        """Appended items: ambient ones are done, addressed ones wait for the answer."""
+        for item, unreadable, (message, created) in zip(items, unreadables, turn.stored, strict=True):
             if unreadable and item.addressed and first_try:
                 await self._replies.notice(
                     session.id, without_quote(reply_target(item)), media_notice(unreadable)
@@ -170,7 +222,6 @@ class TurnServer:
                 addressed.append((PendingItem(item, message), created))
             else:
                 done.append((item.id, message.id))
-        return turn
 
     async def _applied_edit(self, session_id: str, item: InboxRecord) -> bool:
         """An edit updates the stored message in place and is not answered again.
