@@ -6,8 +6,10 @@ that hold the statement count down. The model is the offline provider, wrapped t
 moment the agent calls it, so what is measured is the gateway's own work and nothing of a model.
 Statements are counted with SQLAlchemy's engine events (``before_cursor_execute``, ``begin``),
 attributed to phases by time: intake (until the inbox row is committed), before the agent call,
-and the rest of the turn (until the session's worker is idle). The delivery loop's statements
-(sending the reply) are counted apart: they run in their own task, at their own pace.
+and the rest of the turn (until the session's worker is idle). Only the turn's own statements
+count: those of tasks started by its intake (the session's worker and the tasks it starts
+inherit a context variable set around the intake), not the delivery loop's (sending the reply)
+nor the scheduler's, which run in tasks of their own, at their own pace.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +39,7 @@ from gateway.runner import Service
 from gateway.store.records import SessionInfo
 
 KEY = "probe:dm:c1"
-DELIVERY_TASK = "outbox-delivery"
+IN_TURN: ContextVar[bool] = ContextVar("in_probe_turn", default=False)
 
 
 @dataclass
@@ -50,28 +53,21 @@ class Tally:
 
 @dataclass
 class StatementCounter:
-    """Counts statements and transactions on an engine; the delivery loop's apart."""
+    """Counts statements and transactions on an engine: the probed turn's, and the others."""
 
     turn: Tally = field(default_factory=Tally)
-    delivery: Tally = field(default_factory=Tally)
+    other: Tally = field(default_factory=Tally)
     log: list[str] = field(default_factory=list)
     keep_log: bool = False
-    paused: bool = False
 
     def attach(self, engine: AsyncEngine) -> None:
         event.listen(engine.sync_engine, "before_cursor_execute", self._statement)
         event.listen(engine.sync_engine, "begin", self._begin)
 
     def _bucket(self) -> Tally:
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:
-            task = None
-        return self.delivery if task is not None and task.get_name() == DELIVERY_TASK else self.turn
+        return self.turn if IN_TURN.get() else self.other
 
     def _statement(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if self.paused:
-            return
         if statement.lstrip().upper().startswith("BEGIN"):
             return  # SQLite's BEGIN, which we emit ourselves: counted as the transaction
         bucket = self._bucket()
@@ -80,8 +76,6 @@ class StatementCounter:
             self.log.append(" ".join(statement.split())[:160])
 
     def _begin(self, _conn: Any) -> None:
-        if self.paused:
-            return
         bucket = self._bucket()
         bucket.transactions += 1
         if self.keep_log and bucket is self.turn:
@@ -164,7 +158,11 @@ class Probe:
         )
         before = self.counter.snapshot()
         started = time.perf_counter()
-        await self.service.gateway.intake(msg)  # returns once the inbox row is committed
+        token = IN_TURN.set(True)  # the worker task intake starts inherits it
+        try:
+            await self.service.gateway.intake(msg)  # returns once the inbox row is committed
+        finally:
+            IN_TURN.reset(token)
         committed = time.perf_counter()
         after_intake = self.counter.snapshot()
         calls = len(self.provider.calls)
@@ -183,17 +181,12 @@ class Probe:
         )
 
     async def _delivered(self) -> None:
-        """Until the reply is sent, not counting: the next turn's figures must not hold the
-        delivery of this one (its statements run in tasks of their own, at their own time)."""
-        self.counter.paused = True
-        try:
-            for _ in range(1000):
-                if self.adapter.sent >= self._n:
-                    break
-                await asyncio.sleep(0.002)
-            await asyncio.sleep(0.01)  # the row is marked sent just after the send returns
-        finally:
-            self.counter.paused = False
+        """Until the reply is sent: the next turn does not overlap with this one's delivery."""
+        for _ in range(1000):
+            if self.adapter.sent >= self._n:
+                break
+            await asyncio.sleep(0.002)
+        await asyncio.sleep(0.01)  # the row is marked sent just after the send returns
 
 
 @asynccontextmanager

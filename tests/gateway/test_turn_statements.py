@@ -1,8 +1,8 @@
 """Issue 10: the SQL an addressed turn runs stays a handful (counted with engine events).
 
 On main before this change a turn ran 16 statements in 9 transactions between the inbox commit
-and the agent's call (SQLite; 16 in 9 on PostgreSQL), and 29-30 in 16-17 from intake to an idle
-worker; now 5 in 3 (6 on PostgreSQL: its advisory lock), and 16 in 10 (18 on PostgreSQL).
+and the agent's call (SQLite; 17 in 9 on PostgreSQL), and 29-31 in 16-17 from intake to an idle
+worker; now 5 in 1 (6 on PostgreSQL: its advisory lock), and 16 in 8 (18 on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 from tests.turn_probe import probe
 
 BEFORE_CALL_STATEMENTS = 6
-BEFORE_CALL_TRANSACTIONS = 3
+BEFORE_CALL_TRANSACTIONS = 1
 WHOLE_TURN_STATEMENTS = 18
-WHOLE_TURN_TRANSACTIONS = 11
+WHOLE_TURN_TRANSACTIONS = 8
 
 
 async def test_an_addressed_turn_runs_a_handful_of_statements(db_url: str, tmp_path: Path) -> None:
