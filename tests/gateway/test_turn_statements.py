@@ -1,8 +1,8 @@
 """Issue 10: the SQL an addressed turn runs stays a handful (counted with engine events).
 
 On main before this change a turn ran 16 statements in 9 transactions between the inbox commit
-and the agent's call (SQLite; 17 in 9 on PostgreSQL), and 29-31 in 16-17 from intake to an idle
-worker; now 5 in 1 (6 on PostgreSQL: its advisory lock), and 16 in 8 (18 on PostgreSQL).
+and the agent's call (SQLite; 17 in 9 on PostgreSQL), and 29 in 16 from intake to an idle
+worker (31 in 16); now 5 in 1 (6 on PostgreSQL: its advisory lock), and 16 in 8 (18 on PostgreSQL).
 """
 
 from __future__ import annotations
