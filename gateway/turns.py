@@ -106,6 +106,12 @@ class TurnServer:
     def prebuild(self, items: list[InboxRecord], info: SessionInfo) -> list[ChatMessage] | None:
         """The messages of ``items`` when they are plain (no edit, attachment or command, none out
         of attempts, no reset due), so the claim can append them in its own transaction; else None."""
+        try:
+            return self._plain(items, info)
+        except Exception:  # an unreadable item: the general path isolates it (gateway.dead_letters)
+            return None
+
+    def _plain(self, items: list[InboxRecord], info: SessionInfo) -> list[ChatMessage] | None:
         if self._directory.reset_due(info):
             return None
         messages: list[ChatMessage] = []
