@@ -155,6 +155,7 @@ class AgentLoop:
         history: list[ChatMessage] | None = None,
         *,
         message: ChatMessage | None = None,
+        state: ContextState | None = None,
         memory_scope: str | None = None,
         when_slow: WhenSlow | None = None,
         listener: TurnListener | None = None,
@@ -162,13 +163,15 @@ class AgentLoop:
         """Answer the conversation as it stands (``history``, else the stored active view).
 
         ``message``, when given, is stored and appended first; otherwise the caller has
-        already stored the user's message. ``when_slow`` is told when a compaction takes long;
-        ``listener`` sees the reply as it is streamed (when the provider can stream).
+        already stored the user's message. ``state``, when given, is the session's compression
+        state as the caller has just read it (else it is loaded). ``when_slow`` is told when a
+        compaction takes long; ``listener`` sees the reply as it is streamed (when the provider can stream).
         Raises :class:`agent.errors.LLMError` subclasses for provider failures;
         ``asyncio.CancelledError`` leaves the transcript valid.
         """
         view = list(history) if history is not None else await self._store.load_active(session.id)
-        state = await self._store.load_context_state(session.id)
+        if state is None:
+            state = await self._store.load_context_state(session.id)
         session = with_api_limit(session, state)
         ttl = turn_ttl(self._caching.cache_ttl, view) if self._caching.enabled else None
         scope = memory_scope or session.key or session.id

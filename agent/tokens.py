@@ -165,13 +165,22 @@ def _block_parts(block: ContentBlock) -> tuple[str, int]:
     return json.dumps(block, ensure_ascii=False, default=str), 0
 
 
-def estimate_message_tokens(m: ChatMessage) -> int:
-    """Rough tokens of one message, including a small per-message framing overhead."""
+def content_tokens(content: Sequence[ContentBlock]) -> int:
+    """Rough tokens of a message with this content, including a small per-message framing overhead."""
     total = MESSAGE_OVERHEAD_TOKENS
-    for block in m.content:
+    for block in content:
         text, images = _block_parts(block)
         total += estimate_text_tokens(text) + images
     return total
+
+
+def estimate_message_tokens(m: ChatMessage) -> int:
+    """Rough tokens of one message: the figure stored with it (the store keeps
+    :func:`content_tokens` of every row, so that no turn estimates its history again), else
+    computed from its content."""
+    if m.token_estimate is not None:
+        return m.token_estimate
+    return content_tokens(m.content)
 
 
 def estimate_messages_tokens(ms: Sequence[ChatMessage], *, scale: float | None = None) -> int:

@@ -15,26 +15,6 @@ from agent.types import ChatMessage, ContentBlock
 MAX_CACHE_BREAKPOINTS = 4
 
 
-def _turns(messages: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Consecutive same-role messages form one turn (the API merges them the same way)."""
-    turns: list[tuple[str, list[dict[str, Any]]]] = []
-    for message in messages:
-        role = str(message.get("role"))
-        content = message.get("content")
-        blocks: list[dict[str, Any]]
-        if isinstance(content, str):
-            blocks = [{"type": "text", "text": content}]
-        elif isinstance(content, list):
-            blocks = [b for b in content if isinstance(b, dict)]
-        else:
-            blocks = []
-        if turns and turns[-1][0] == role:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((role, list(blocks)))
-    return turns
-
-
 def count_cache_breakpoints(
     messages: Sequence[dict[str, Any]],
     system: Iterable[dict[str, Any]] | str | None = None,
@@ -56,14 +36,27 @@ def validate_wire(
     system: Iterable[dict[str, Any]] | str | None = None,
     tools: Iterable[dict[str, Any]] | None = None,
 ) -> list[str]:
-    """Every rule of the Messages API this request breaks, as short sentences ([] = valid)."""
+    """Every rule of the Messages API this request breaks, as short sentences ([] = valid).
+
+    One pass over the blocks (it runs before every call, over the whole active view): each
+    message's own rules, the cache markers, and per turn (consecutive same-role messages, as
+    the API merges them) only the tool ids the pairing rules need.
+    """
     problems: list[str] = []
     if not messages:
         return ["messages: at least one message is required"]
+    breakpoints = sum(1 for t in tools or () if "cache_control" in t)
+    if system is not None and not isinstance(system, str):
+        breakpoints += sum(1 for b in system if "cache_control" in b)
+    # Per turn: role, tool_use ids, tool_result ids.
+    turns: list[tuple[str, list[str], list[str]]] = []
     for index, message in enumerate(messages):
         role = message.get("role")
         if role not in ("user", "assistant"):
             problems.append(f"messages.{index}.role: must be user or assistant, got {role!r}")
+        if not turns or turns[-1][0] != str(role):
+            turns.append((str(role), [], []))
+        uses, results = turns[-1][1], turns[-1][2]
         content = message.get("content")
         if isinstance(content, str):
             if not content:
@@ -73,31 +66,36 @@ def validate_wire(
             problems.append(f"messages.{index}: content must be a non-empty list")
             continue
         for b_index, block in enumerate(content):
-            if not isinstance(block, dict) or "type" not in block:
+            if not isinstance(block, dict):
                 problems.append(f"messages.{index}.content.{b_index}: not a content block")
-            elif block["type"] == "text" and not str(block.get("text", "")):
+                continue
+            if "cache_control" in block:
+                breakpoints += 1
+            kind = block.get("type")
+            if "type" not in block:
+                problems.append(f"messages.{index}.content.{b_index}: not a content block")
+            elif kind == "text" and not str(block.get("text", "")):
                 problems.append(f"messages.{index}.content.{b_index}: text content blocks must be non-empty")
-    breakpoints = count_cache_breakpoints(messages, system, tools)
+            elif kind == "tool_use":
+                uses.append(str(block.get("id")))
+            elif kind == "tool_result":
+                results.append(str(block.get("tool_use_id")))
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         problems.append(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
             f"Found {breakpoints}."
         )
-    turns = _turns(messages)
     if turns and turns[0][0] != "user":
         problems.append("messages: the first message must use the user role")
     seen_ids: set[str] = set()
-    for t_index, (role, blocks) in enumerate(turns):
-        uses = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
-        results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
+    for t_index, (role, uses, results) in enumerate(turns):
         if role == "assistant":
             for use_id in uses:
                 if use_id in seen_ids:
                     problems.append(f"tool_use ids must be unique: {use_id}")
                 seen_ids.add(use_id)
             if uses and t_index + 1 < len(turns):
-                following = turns[t_index + 1][1]
-                answered = {str(b.get("tool_use_id")) for b in following if b.get("type") == "tool_result"}
+                answered = set(turns[t_index + 1][2])
                 missing = [u for u in uses if u not in answered]
                 if missing:
                     problems.append(
@@ -105,8 +103,8 @@ def validate_wire(
                         + ", ".join(missing)
                     )
         elif role == "user" and results:
-            previous = turns[t_index - 1][1] if t_index > 0 and turns[t_index - 1][0] == "assistant" else []
-            offered = {str(b.get("id")) for b in previous if b.get("type") == "tool_use"}
+            previous = turns[t_index - 1] if t_index > 0 and turns[t_index - 1][0] == "assistant" else None
+            offered = set(previous[1]) if previous is not None else set()
             orphans = [r for r in results if r not in offered]
             if orphans:
                 problems.append(

@@ -44,6 +44,7 @@ class ChatMessage:
     platform_message_id: str | None = None
     created_at: datetime | None = None
     token_estimate: int | None = None
+    """Rough tokens of ``content`` (``agent.tokens.content_tokens``), kept by the store; None: not known."""
     active: bool = True
     compacted: bool = False
     compaction_id: str | None = None
@@ -68,7 +69,8 @@ class ChatMessage:
         return [str(b["tool_use_id"]) for b in self.content if b.get("type") == "tool_result"]
 
     def with_content(self, content: list[ContentBlock]) -> ChatMessage:
-        return replace(self, content=content)
+        # New content, so the stored token figure (which was the old content's) no longer holds.
+        return replace(self, content=content, token_estimate=None)
 
     def to_wire(self) -> dict[str, Any]:
         """The message as the Messages API takes it."""

@@ -10,12 +10,14 @@ item (after a crash or a restart) appends it once (idempotent on its platform me
 and does not answer it again when an outbox row or a final assistant message already
 answers it. Messages arriving during a turn wait for the next turn (``queue``) or cancel
 the running one so that one new turn sees them all (``interrupt``).
+
+This module is intake and the per-session workers (claim, drain, commands in order);
+:mod:`gateway.turns` serves a run of ordinary messages as one turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import os
 import socket
@@ -25,35 +27,29 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.compaction import WhenSlow
 from agent.context_engine import ContextEngine
-from agent.errors import LLMError, StoreError
-from agent.loop import AgentLoop, TurnResult
-from agent.types import AgentSession
+from agent.loop import AgentLoop
 from gateway.auth import REFUSAL_TEXT, Authorizer
 from gateway.commands import IMMEDIATE, Command, CommandContext, parse_command, run_command
 from gateway.config import Settings
 from gateway.dead_letters import InboxFailures
 from gateway.delivery import Delivery
-from gateway.failures import GAVE_UP, classify
-from gateway.hygiene import SUMMARIZING_NOTICE, run_hygiene
 from gateway.inbound import (
     clean_text,
     edit_of,
     inbox_message_id,
     inbox_payload,
     payload_text,
-    truncation_note,
-    user_message,
 )
-from gateway.media_loader import MediaLoader, media_notice
+from gateway.media_loader import MediaLoader
 from gateway.platforms.base import InboundMessage, OutboundTarget
-from gateway.replies import PendingItem, Replies, reply_of, reply_target, without_quote
+from gateway.replies import Replies
 from gateway.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
-from gateway.streaming import INTERRUPTED_NOTE, STOPPED_NOTE, Streams
+from gateway.streaming import Streams
 from gateway.tasks import TaskBook
+from gateway.turns import Outcome, TurnBook, TurnServer
 
 _log = logging.getLogger(__name__)
 
@@ -71,12 +67,6 @@ def utcnow() -> datetime:
 def default_worker_id() -> str:
     # Unique per Gateway, not per process: stop() hands back exactly this gateway's claims.
     return f"{socket.gethostname()[:64]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-class _Outcome(enum.Enum):
-    DONE = "done"
-    REQUEUE = "requeue"  # interrupted: serve these again now, with whatever arrived
-    RETRY_LATER = "retry_later"  # the model is unavailable: try again after a delay
 
 
 class Gateway:
@@ -129,10 +119,21 @@ class Gateway:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._carry: dict[str, list[InboxRecord]] = {}
-        self._turns: dict[str, asyncio.Task[TurnResult]] = {}
-        self._cancel_reason: dict[str, str] = {}
-        self._stopped: set[str] = set()
-        self._retries: dict[str, int] = {}
+        self._book = TurnBook()
+        self._turn = TurnServer(
+            settings=settings,
+            store=store,
+            agent=agent,
+            engine=engine,
+            replies=self._replies,
+            streams=self.streams,
+            media=self._media,
+            directory=directory,
+            tools=self._tools,
+            retry_delays=self._retry_delays,
+            clock=clock,
+            book=self._book,
+        )
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._idle = asyncio.Event()
         self._idle.set()
@@ -254,7 +255,7 @@ class Gateway:
             return
         _log.debug("message received", extra=log_fields)
         command = parse_command(cleaned.text) if msg.addressed and not msg.edited else None
-        running = key in self._turns
+        running = key in self._book.running
         if command is not None and command.name in IMMEDIATE:
             if running:
                 self._cancel_turn(key, "stop")
@@ -275,10 +276,7 @@ class Gateway:
         await self._delivery.send_direct(target, REFUSAL_TEXT)
 
     def _cancel_turn(self, key: str, reason: str) -> None:
-        task = self._turns.get(key)
-        if task is not None and not task.done():
-            self._cancel_reason[key] = reason
-            task.cancel()
+        self._book.cancel(key, reason)
 
     # per-session workers -----------------------------------------------------------------
     def _kick(self, key: str) -> None:
@@ -328,13 +326,18 @@ class Gateway:
         while self._accepting:
             self._dirty.discard(key)
             carried = self._carry.pop(key, [])
-            claimed = await self._store.inbox_claim(
+            # The claim reads the key's current session in the same transaction, and appends
+            # the messages when they are plain (TurnServer.prebuild); not with carried items,
+            # which must go first.
+            claim = await self._store.claim_turn(
                 worker=self._worker_id,
                 lease_seconds=self._lease,
                 session_key=key,
                 limit=self._failures.batch_size(key, CLAIM_BATCH),
+                prebuild=None if carried else self._turn.prebuild,
+                at=self._clock(),
             )
-            claimed = await self._failures.weed(claimed)
+            claimed = await self._failures.weed(claim.items)
             seen = {item.id for item in carried}
             items = sorted(carried + [i for i in claimed if i.id not in seen], key=lambda i: i.id)
             if not items:
@@ -342,22 +345,33 @@ class Gateway:
                     continue
                 return await self._failures.retry_in(key)
             try:
-                outcome, rest = await self._serve(key, items)
+                if claim.appended is not None:
+                    # Plain messages only (no command among them): one run, one turn.
+                    outcome = await self._turn.serve(key, items, claim.session, claim.appended)
+                    rest = items if outcome is not Outcome.DONE else []
+                else:
+                    outcome, rest = await self._serve(key, items, claim.session)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # per-item isolation and dead letters: gateway.dead_letters
                 await self._failures.failed(key, items, exc)
                 continue
-            if outcome is _Outcome.RETRY_LATER:
+            if outcome is Outcome.RETRY_LATER:
                 self._carry[key] = rest
-                attempt = max(1, self._retries.get(key, 1))
+                attempt = max(1, self._book.retries.get(key, 1))
                 return self._retry_delays[min(attempt, len(self._retry_delays)) - 1]
-            if outcome is _Outcome.REQUEUE:
+            if outcome is Outcome.REQUEUE:
                 self._carry[key] = rest
         return None
 
-    async def _serve(self, key: str, items: list[InboxRecord]) -> tuple[_Outcome, list[InboxRecord]]:
-        """Commands in order between runs of ordinary messages; returns what is left to serve."""
+    async def _serve(
+        self, key: str, items: list[InboxRecord], current: SessionInfo | None
+    ) -> tuple[Outcome, list[InboxRecord]]:
+        """Commands in order between runs of ordinary messages; returns what is left to serve.
+
+        ``current`` (the key's session as the claim read it) serves the first run only: a command
+        may end the session (``/new``), and whatever follows it looks the session up again.
+        """
         segment: list[InboxRecord] = []
         for index, item in enumerate(items):
             is_command = item.addressed and edit_of(item) is None
@@ -366,188 +380,25 @@ class Gateway:
                 segment.append(item)
                 continue
             if segment:
-                outcome = await self._serve_messages(key, segment)
-                if outcome is not _Outcome.DONE:
+                outcome = await self._turn.serve(key, segment, current)
+                if outcome is not Outcome.DONE:
                     return outcome, segment + items[index:]
                 segment = []
+            current = None
             await self._serve_command(key, item, command)
         if segment:
-            outcome = await self._serve_messages(key, segment)
-            if outcome is not _Outcome.DONE:
+            outcome = await self._turn.serve(key, segment, current)
+            if outcome is not Outcome.DONE:
                 return outcome, segment
-        return _Outcome.DONE, []
-
-    # messages ----------------------------------------------------------------------------
-    async def _serve_messages(self, key: str, items: list[InboxRecord]) -> _Outcome:
-        info = await self._directory.current(key, items[0])
-        session = self._directory.agent_session(info)
-        addressed: list[PendingItem] = []
-        for item in items:
-            if await self._applied_edit(session.id, item):
-                continue
-            built, unreadable = await self._media.message_for(session, item)
-            message = await self._store.append_message(session.id, built)
-            if unreadable and item.addressed and self._retries.get(key, 0) == 0:
-                await self._replies.notice(
-                    session.id, without_quote(reply_target(item)), media_notice(unreadable)
-                )
-            if item.addressed:
-                addressed.append(PendingItem(item, message))
-            else:
-                await self._store.inbox_mark([item.id], "done", message_id=message.id)
-        await self._store.touch_session(session.id, self._clock())
-        if not addressed:
-            return _Outcome.DONE
-        pending = await self._replies.unanswered(session.id, addressed)
-        if not pending:
-            return _Outcome.DONE
-        target = reply_target(pending[-1].item)
-        for p in pending:
-            truncated_from = p.item.payload.get("truncated_from")
-            if truncated_from and self._retries.get(key, 0) == 0:
-                kept = len(payload_text(p.item))
-                await self._replies.notice(
-                    session.id, without_quote(target), truncation_note(kept, int(truncated_from))
-                )
-        return await self._answer(key, session, pending, target)
-
-    async def _applied_edit(self, session_id: str, item: InboxRecord) -> bool:
-        """An edit updates the stored message in place and is not answered again.
-
-        An edit of a message we never stored (sent before the bot joined, say) is taken as
-        a new message instead.
-        """
-        original = edit_of(item)
-        if original is None:
-            return False
-        if parse_command(payload_text(item)) is not None:
-            await self._store.inbox_mark([item.id], "ignored", error="an edited command is not run again")
-            return True
-        edited = user_message(item)
-        stored = await self._store.record_edit(
-            session_id, original, edited.content, at=edited.created_at or self._clock()
-        )
-        if stored is None:
-            return False
-        await self._store.inbox_mark([item.id], "done", message_id=stored.id)
-        return True
-
-    async def _answer(
-        self, key: str, session: AgentSession, pending: list[PendingItem], target: OutboundTarget
-    ) -> _Outcome:
-        # Typing from before hygiene: a compaction can take a while, the user should see life.
-        typing = asyncio.create_task(self._replies.keep_typing(target))
-        when_slow = self._summarizing_notice(session.id, target)
-        try:
-            history = await self._store.load_active(session.id)
-            report = await run_hygiene(
-                self._engine,
-                self._store,
-                session,
-                self._settings.compression,
-                messages=history,
-                tools=self._tools,
-                when_slow=when_slow,
-            )
-            notice = report.notice() if self._settings.sessions.hygiene_notice else None
-            if notice:
-                await self._replies.notice(session.id, without_quote(target), notice)
-        except BaseException:
-            typing.cancel()
-            raise
-        live = self.streams.open(session.id, target)
-        turn: asyncio.Task[TurnResult] = asyncio.create_task(
-            self._agent.run_turn(session, history=report.messages, when_slow=when_slow, listener=live)
-        )
-        self._turns[key] = turn
-        try:
-            await asyncio.wait({turn})
-        except asyncio.CancelledError:
-            turn.cancel()
-            if live is not None:
-                live.detach()  # its stream stays open: the next start marks it interrupted
-            raise
-        finally:
-            self._turns.pop(key, None)
-            typing.cancel()
-        if turn.cancelled():
-            if live is not None:
-                stopped = self._cancel_reason.get(key, "stop") == "stop"
-                await live.abandon(STOPPED_NOTE if stopped else INTERRUPTED_NOTE)
-            return await self._interrupted(key, session, pending)
-        exc = turn.exception()
-        if exc is None:
-            self._retries.pop(key, None)
-            text, message_id = reply_of(turn.result())
-            if live is None or not await self.streams.deliver(live, pending, text, message_id):
-                await self._replies.reply(session.id, pending, target, text, message_id)
-            return _Outcome.DONE
-        if live is not None:
-            await live.abandon(INTERRUPTED_NOTE)
-        return await self._failed(key, session, pending, target, exc)
-
-    def _summarizing_notice(self, session_id: str, target: OutboundTarget) -> WhenSlow:
-        """Tell the chat, once per turn, when a compaction runs longer than a few seconds."""
-        sent = False
-
-        async def notify() -> None:
-            nonlocal sent
-            if not sent:
-                sent = True
-                await self._replies.notice(session_id, without_quote(target), SUMMARIZING_NOTICE)
-
-        return WhenSlow(notify, self._settings.sessions.summarizing_notice_seconds)
-
-    async def _interrupted(self, key: str, session: AgentSession, pending: list[PendingItem]) -> _Outcome:
-        reason = self._cancel_reason.pop(key, "stop")
-        if reason == "interrupt":
-            _log.info("turn interrupted by a new message", extra={"session": session.id})
-            return _Outcome.REQUEUE
-        self._stopped.add(key)
-        for p in pending:
-            await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
-        _log.info("turn stopped by /stop", extra={"session": session.id})
-        return _Outcome.DONE
-
-    async def _failed(
-        self,
-        key: str,
-        session: AgentSession,
-        pending: list[PendingItem],
-        target: OutboundTarget,
-        exc: BaseException,
-    ) -> _Outcome:
-        fields = {"session": session.id, "error": type(exc).__name__}
-        if isinstance(exc, StoreError):
-            raise exc  # the worker keeps the items and comes back later
-        failure = classify(exc)
-        text = failure.text
-        if failure.retry:
-            attempt = self._retries.get(key, 0) + 1
-            self._retries[key] = attempt
-            if attempt <= len(self._retry_delays):
-                _log.warning("model unavailable (attempt %d); will retry: %s", attempt, exc, extra=fields)
-                if attempt == 1:
-                    await self._replies.notice(session.id, without_quote(target), failure.text)
-                return _Outcome.RETRY_LATER
-            self._retries.pop(key, None)
-            text = GAVE_UP
-        if isinstance(exc, LLMError):
-            _log.error("turn failed: %s", exc, extra=fields)
-        else:
-            _log.error("turn failed", exc_info=exc, extra=fields)
-        await self._replies.reply(
-            session.id, pending, target, text, None, status="failed", error=type(exc).__name__
-        )
-        return _Outcome.DONE
+        return Outcome.DONE, []
 
     # commands ----------------------------------------------------------------------------
     async def _serve_command(self, key: str, item: InboxRecord, command: Command) -> None:
         info: SessionInfo = await self._directory.current(key, item)
         session = self._directory.agent_session(info)
         if command.name == "stop":
-            text = "Stopped." if key in self._stopped else "Nothing is running."
-            self._stopped.discard(key)
+            text = "Stopped." if key in self._book.stopped else "Nothing is running."
+            self._book.stopped.discard(key)
         else:
             user_id = str(item.payload.get("user_id") or "")
             ctx = CommandContext(

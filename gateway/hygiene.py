@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -60,6 +60,8 @@ class HygieneReport:
     tokens_after: int | None = None
     archived: int = 0
     error: str | None = None
+    state: ContextState | None = field(default=None, repr=False, compare=False)
+    """The session's compression state as hygiene left it (the turn goes on from it)."""
 
     @property
     def compacted(self) -> bool:
@@ -88,14 +90,39 @@ async def run_hygiene(
     settings: CompressionSettings,
     *,
     messages: list[ChatMessage] | None = None,
+    state: ContextState | None = None,
     tools: list[dict[str, Any]] | None = None,
     clock: Callable[[], datetime] = utcnow,
     when_slow: WhenSlow | None = None,
 ) -> HygieneReport:
-    """Check the persisted active history and compact it once when it is over the threshold."""
+    """Check the persisted active history and compact it once when it is over the threshold.
+
+    ``messages`` and ``state``, when given, are the active view and compression state the
+    caller has just read (in the transaction that appended the turn's messages).
+    """
     if messages is None:
         messages = await store.load_active(session.id)
-    state = await store.load_context_state(session.id)
+    if state is None:
+        state = await store.load_context_state(session.id)
+    report = await _check(engine, store, session, settings, messages, state, tools, clock, when_slow)
+    if report.status in ("disabled", "too_few", "below", "cooldown"):
+        # Nothing was written: the state read above is still the session's (the agent goes on
+        # from it instead of reading it again). After a compaction or a strike it is not.
+        return replace(report, state=state)
+    return report
+
+
+async def _check(
+    engine: ContextEngine,
+    store: ConversationStore,
+    session: AgentSession,
+    settings: CompressionSettings,
+    messages: list[ChatMessage],
+    state: ContextState,
+    tools: list[dict[str, Any]] | None,
+    clock: Callable[[], datetime],
+    when_slow: WhenSlow | None,
+) -> HygieneReport:
     session = with_api_limit(session, state)
     limit = int(settings.hygiene_threshold_for(session.model) * session.context_window)
     if not settings.enabled:

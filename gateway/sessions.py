@@ -141,10 +141,14 @@ class SessionDirectory:
         self._timezone = timezone
         self._clock = clock
 
-    async def current(self, key: str, item: InboxRecord) -> SessionInfo:
-        """The session ``item`` belongs to; an idle or daily reset (off by default) ends the old one first."""
+    async def current(self, key: str, item: InboxRecord, *, known: SessionInfo | None = None) -> SessionInfo:
+        """The session ``item`` belongs to; an idle or daily reset (off by default) ends the old one first.
+
+        ``known``: the key's current session as the caller has just read it (the inbox claim does,
+        in its own transaction), so it is not looked up again.
+        """
         payload = item.payload
-        info = await self._store.get_or_create_session(
+        info = known or await self._store.get_or_create_session(
             key,
             platform=item.platform,
             chat_id=item.chat_id,
@@ -166,6 +170,13 @@ class SessionDirectory:
             user_id=_opt(payload.get("user_id")),
             system_prompt=self._settings.system_prompt,
             model=self._model,
+        )
+
+    def reset_due(self, info: SessionInfo) -> bool:
+        """Whether :meth:`current` would end ``info`` (an idle or daily reset) before serving it."""
+        return (
+            reset_reason(info.last_activity_at, self._clock(), self._settings, timezone=self._timezone)
+            is not None
         )
 
     def agent_session(self, info: SessionInfo) -> AgentSession:

@@ -6,11 +6,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.store.db import Database
 from gateway.store.models import sessions
+from gateway.store.view_cache import ActiveViews
 
 T = TypeVar("T")
 CONFLICT_RETRIES = 8
@@ -32,8 +33,10 @@ def unique(items: Iterable[T]) -> list[T]:
 class Repo:
     """One part of the store; all parts share the same :class:`Database`."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, views: ActiveViews | None = None) -> None:
         self._db = db
+        # The active views this store has read or written (``gateway.store.view_cache``).
+        self._views = views if views is not None else ActiveViews()
 
     @property
     def db(self) -> Database:
@@ -46,3 +49,12 @@ class Repo:
         async with self._tx(write=False) as s:
             found = await s.scalar(select(exists().where(sessions.c.id == session_id)))
             return bool(found)
+
+
+async def bump_view(s: AsyncSession, *session_ids: str) -> None:
+    """The active set of these sessions changes in this transaction: move their ``view_version``
+    on, so that no worker's cached view of them is used again (``gateway.store.view_cache``)."""
+    for part in chunks(sorted(set(session_ids))):
+        await s.execute(
+            update(sessions).where(sessions.c.id.in_(part)).values(view_version=sessions.c.view_version + 1)
+        )

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound, StoreError
 from agent.types import CompactionPlan, CompactionRecord
-from gateway.store.base import Repo, chunks, unique
+from gateway.store.base import Repo, bump_view, chunks, unique
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import Row, to_compaction
 from gateway.store.message_ops import row_values
@@ -31,9 +31,12 @@ class CompactionOps(Repo):
         """Apply ``plan`` in ONE transaction; an invalid plan raises StoreError and changes nothing."""
         try:
             async with self._tx() as s:
-                return await _apply(s, session_id, plan)
+                record = await _apply(s, session_id, plan)
         except IntegrityError as exc:
             raise StoreError(f"compaction of session {session_id} failed: {exc.orig}") from exc
+        finally:
+            self._views.drop(session_id)
+        return record
 
     async def restore_latest_compaction(self, session_id: str) -> CompactionRecord:
         """Undo the latest compaction not yet undone: its archived rows come back, its products retire."""
@@ -69,7 +72,9 @@ class CompactionOps(Repo):
             )
             await s.execute(update(messages).where(messages.c.produced_by == cid).values(active=False))
             await s.execute(update(compactions).where(compactions.c.id == cid).values(restored_at=now))
-            return replace(to_compaction(row), restored_at=now)
+            await bump_view(s, session_id)
+        self._views.drop(session_id)
+        return replace(to_compaction(row), restored_at=now)
 
     async def list_compactions(self, session_id: str) -> list[CompactionRecord]:
         stmt = (
@@ -184,4 +189,5 @@ async def _apply(s: AsyncSession, session_id: str, plan: CompactionPlan) -> Comp
         )
     session_row.compaction_count += 1
     await s.flush()
+    await bump_view(s, session_id)
     return to_compaction(values)

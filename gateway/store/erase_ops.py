@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.prompts import format_handoff
 from agent.types import ChatMessage, content_text, text_block
-from gateway.store.base import Repo, chunks
+from gateway.store.base import Repo, bump_view, chunks
 from gateway.store.columns import utcnow
 from gateway.store.message_ops import row_values
 from gateway.store.models import compactions, inbox, memories, messages, scheduled_tasks, sessions
@@ -224,6 +224,8 @@ class EraseOps(Repo):
             notices = 0
             for session_id in plan.sessions:
                 notices += await _open_with_user_turn(s, session_id)
+            await bump_view(s, *plan.sessions)
+        self._views.drop(*plan.sessions)
         return plan.counts(notices)
 
     async def turn_in_progress(self, session_key: str) -> bool:

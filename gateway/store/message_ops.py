@@ -10,8 +10,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound, StoreError
+from agent.tokens import content_tokens
 from agent.types import ChatMessage, ContentBlock, RecallPage, content_text
-from gateway.store.base import CONFLICT_RETRIES, Repo
+from gateway.store.base import CONFLICT_RETRIES, Repo, bump_view
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_message
 from gateway.store.models import messages, sessions
@@ -29,34 +30,34 @@ class MessageOps(Repo):
     async def append_message(self, session_id: str, message: ChatMessage) -> ChatMessage:
         """Persist at the end of the session (``seq = max + 1``); idempotent on ``platform_message_id``.
 
-        The session row is locked for the transaction that reads ``max(seq)`` and inserts;
-        should a unique key still conflict, the append is tried again.
+        The session row is locked (its ``view_version`` moved on) for the transaction that
+        reads ``max(seq)`` and inserts; should a unique key still conflict, the append is tried
+        again. The cached active view follows (write-through).
         """
-        content = clean_json(message.content)
-        stored = replace(
-            message,
-            content=content,
-            created_at=message.created_at or utcnow(),
-            active=True,
-            compacted=False,
-            compaction_id=None,
-        )
+        stored = prepared(message)
         for _ in range(CONFLICT_RETRIES):
             try:
                 async with self._tx() as s:
-                    return await _append_once(s, session_id, stored)
+                    version = await lock_view(s, session_id)
+                    row, created = await append_row(s, session_id, stored)
             except IntegrityError:
                 continue  # lost a race we did not lock against: read the new state and try again
+            self._views.advance(session_id, version, [row] if created else [])
+            return row
         raise StoreError(f"could not append to session {session_id}: too many concurrent writers")
 
     async def load_active(self, session_id: str) -> list[ChatMessage]:
-        stmt = (
-            select(*MESSAGE_COLUMNS)
-            .where(messages.c.session_id == session_id, messages.c.active)
-            .order_by(*ORDER)
-        )
+        """The active view, from memory while its ``view_version`` is current (one indexed read),
+        else from its rows."""
         async with self._tx(write=False) as s:
-            return [to_message(r) for r in (await s.execute(stmt)).mappings()]
+            version = await s.scalar(select(sessions.c.view_version).where(sessions.c.id == session_id))
+            if version is None:
+                return []
+            cached = self._views.get(session_id, int(version))
+            if cached is not None:
+                return cached
+            rows = await read_active(s, session_id)
+        return self._views.put(session_id, int(version), rows)
 
     async def get_message(self, message_id: int) -> ChatMessage:
         async with self._tx(write=False) as s:
@@ -89,6 +90,8 @@ class MessageOps(Repo):
             row = (await s.execute(select(messages).where(same))).mappings().first()
             if row is None:
                 return None
+            if row["active"]:
+                await bump_view(s, session_id)
             await s.execute(
                 update(messages)
                 .where(messages.c.id == row["id"])
@@ -97,9 +100,11 @@ class MessageOps(Repo):
                     **search_values(content_text(cleaned)),
                     edited_at=at,
                     original_content=row["original_content"] or row["content"],
+                    token_estimate=content_tokens(cleaned),
                 )
             )
-            return replace(to_message(row), content=cleaned)
+        self._views.drop(session_id)
+        return replace(to_message(row), content=cleaned, token_estimate=content_tokens(cleaned))
 
     async def recall(
         self,
@@ -129,25 +134,71 @@ class MessageOps(Repo):
         return RecallPage(messages=page, total=total, offset=offset, next_offset=end if end < total else None)
 
 
-async def _append_once(s: AsyncSession, session_id: str, stored: ChatMessage) -> ChatMessage:
-    # One appender per session at a time on PostgreSQL (FOR NO KEY UPDATE does not block
-    # foreign-key checks); SQLite's BEGIN IMMEDIATE already serializes writers.
-    lock = select(sessions.c.id).where(sessions.c.id == session_id).with_for_update(key_share=True)
-    if await s.scalar(lock) is None:
+def prepared(message: ChatMessage) -> ChatMessage:
+    return replace(
+        message,
+        content=clean_json(message.content),
+        created_at=message.created_at or utcnow(),
+        active=True,
+        compacted=False,
+        compaction_id=None,
+    )
+
+
+async def lock_view(s: AsyncSession, session_id: str, **also: object) -> int:
+    """Lock the session row for this transaction by moving its ``view_version`` on; the new version.
+
+    One appender per session at a time (on PostgreSQL the UPDATE's row lock, which does not
+    block foreign-key checks; SQLite's BEGIN IMMEDIATE already serializes writers). ``also``:
+    more columns of the row to set in the same statement.
+    """
+    stmt = (
+        update(sessions)
+        .where(sessions.c.id == session_id)
+        .values(view_version=sessions.c.view_version + 1, **also)
+        .returning(sessions.c.view_version)
+    )
+    version = await s.scalar(stmt)
+    if version is None:
         raise NotFound(f"no session {session_id}")
-    if stored.platform_message_id is not None:
-        same = select(messages).where(
-            messages.c.session_id == session_id,
-            messages.c.platform_message_id == stored.platform_message_id,
+    return int(version)
+
+
+async def read_active(s: AsyncSession, session_id: str) -> list[ChatMessage]:
+    stmt = (
+        select(*MESSAGE_COLUMNS)
+        .where(messages.c.session_id == session_id, messages.c.active)
+        .order_by(*ORDER)
+    )
+    return [to_message(r) for r in (await s.execute(stmt)).mappings()]
+
+
+async def append_row(s: AsyncSession, session_id: str, stored: ChatMessage) -> tuple[ChatMessage, bool]:
+    """Insert ``stored`` at the end of the session (the row already locked); ``(row, created)``:
+    the row already there when its platform message id was stored before."""
+    last = select(func.max(messages.c.seq)).where(messages.c.session_id == session_id).scalar_subquery()
+    if stored.platform_message_id is None:
+        found_id = None
+        top = await s.scalar(select(last))
+    else:
+        # Both lookups in one statement, each on its own index.
+        same = (
+            select(messages.c.id)
+            .where(
+                messages.c.session_id == session_id,
+                messages.c.platform_message_id == stored.platform_message_id,
+            )
+            .scalar_subquery()
         )
-        existing = (await s.execute(same)).mappings().first()
-        if existing is not None:
-            return to_message(existing)
-    last = await s.scalar(select(func.max(messages.c.seq)).where(messages.c.session_id == session_id))
-    seq = (last or 0) + 1
+        found_id, top = (await s.execute(select(same, last))).one()
+    if found_id is not None:
+        existing = (await s.execute(select(messages).where(messages.c.id == found_id))).mappings().one()
+        return to_message(existing), False
+    seq = (top or 0) + 1
     insert_row = insert(messages).values(**row_values(session_id, stored), seq=seq).returning(messages.c.id)
     new_id = await s.scalar(insert_row)
-    return replace(stored, id=int(new_id or 0), seq=seq)
+    estimate = content_tokens(stored.content)
+    return replace(stored, id=int(new_id or 0), seq=seq, token_estimate=estimate), True
 
 
 def row_values(session_id: str, message: ChatMessage) -> dict[str, object]:
@@ -161,7 +212,9 @@ def row_values(session_id: str, message: ChatMessage) -> dict[str, object]:
         "author_id": message.author_id,
         "author_name": None if message.author_name is None else clean_text(message.author_name),
         "platform_message_id": message.platform_message_id,
-        "token_estimate": message.token_estimate,
+        # Kept so that no turn estimates a stored message again (always from the content: a
+        # copy with new content must not carry its original's figure).
+        "token_estimate": content_tokens(message.content),
         "created_at": message.created_at or utcnow(),
         "active": True,
         "compacted": False,

@@ -31,6 +31,49 @@ def _claimable(now: datetime) -> ColumnElement[bool]:
     )
 
 
+def _held_elsewhere(session_key: str, worker: str, now: datetime) -> ColumnElement[bool]:
+    """Another worker holds a live lease on an item of the session: it is serving it."""
+    other = inbox.alias("other")
+    return exists().where(
+        other.c.session_key == session_key,
+        other.c.status == "processing",
+        other.c.lease_until >= now,
+        other.c.lease_owner != worker,
+    )
+
+
+async def claim_in(
+    s: AsyncSession,
+    dialect: str,
+    *,
+    worker: str,
+    lease_seconds: float,
+    session_key: str | None,
+    limit: int,
+) -> list[InboxRecord]:
+    """:meth:`QueueOps.inbox_claim` inside the transaction ``s``."""
+    now = utcnow()
+    chosen = select(inbox.c.id).where(_claimable(now))
+    if session_key is not None:
+        chosen = chosen.where(inbox.c.session_key == session_key)
+    chosen = chosen.order_by(inbox.c.received_at, inbox.c.id).limit(limit).with_for_update(skip_locked=True)
+    # One UPDATE ... RETURNING takes them (and checks the session's lease in the same breath).
+    claim = update(inbox).where(inbox.c.id.in_(chosen.scalar_subquery()))
+    if session_key is not None:
+        claim = claim.where(~_held_elsewhere(session_key, worker, now))
+    claim = claim.values(
+        status="processing",
+        lease_owner=worker,
+        lease_until=now + timedelta(seconds=lease_seconds),
+        attempts=inbox.c.attempts + 1,
+    ).returning(*inbox.c)
+    if session_key is not None and dialect == "postgresql":
+        # Claims for one key one at a time, so two cannot both see it free.
+        await s.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(session_key, 0))))
+    rows = [to_inbox(r) for r in (await s.execute(claim)).mappings()]
+    return sorted(rows, key=lambda r: (r.received_at, r.id))
+
+
 class QueueOps(Repo):
     async def inbox_put(
         self,
@@ -86,31 +129,25 @@ class QueueOps(Repo):
         advisory lock on PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers), and
         PostgreSQL skips rows another worker is claiming right now (FOR UPDATE SKIP LOCKED).
         """
-        now = utcnow()
-        stmt = select(inbox.c.id).where(_claimable(now))
-        if session_key is not None:
-            stmt = stmt.where(inbox.c.session_key == session_key)
-        stmt = stmt.order_by(inbox.c.received_at, inbox.c.id).limit(limit).with_for_update(skip_locked=True)
         async with self._tx() as s:
-            if session_key is not None and await self._session_held_elsewhere(s, session_key, worker, now):
-                return []
-            ids = [int(i) for i in (await s.scalars(stmt))]
-            if not ids:
-                return []
-            await s.execute(
-                update(inbox)
-                .where(inbox.c.id.in_(ids))
-                .values(
-                    status="processing",
-                    lease_owner=worker,
-                    lease_until=now + timedelta(seconds=lease_seconds),
-                    attempts=inbox.c.attempts + 1,
-                )
+            return await claim_in(
+                s,
+                self.db.dialect,
+                worker=worker,
+                lease_seconds=lease_seconds,
+                session_key=session_key,
+                limit=limit,
             )
-            rows = await s.execute(
-                select(inbox).where(inbox.c.id.in_(ids)).order_by(inbox.c.received_at, inbox.c.id)
-            )
-            return [to_inbox(r) for r in rows.mappings()]
+
+    async def inbox_done(self, done: Sequence[tuple[int, int | None]]) -> None:
+        """Finish served items, each with the message it became, in one transaction."""
+        now = utcnow()
+        async with self._tx() as s:
+            for inbox_id, message_id in done:
+                values: dict[str, Any] = {"status": "done", "processed_at": now, "lease_until": None}
+                if message_id is not None:
+                    values["message_id"] = message_id
+                await s.execute(update(inbox).where(inbox.c.id == inbox_id).values(error=None, **values))
 
     async def inbox_mark(
         self,
@@ -132,19 +169,6 @@ class QueueOps(Repo):
         async with self._tx() as s:
             for part in chunks(list(ids)):
                 await s.execute(update(inbox).where(inbox.c.id.in_(part)).values(**values))
-
-    async def _session_held_elsewhere(
-        self, s: AsyncSession, session_key: str, worker: str, now: datetime
-    ) -> bool:
-        if self.db.dialect == "postgresql":
-            await s.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(session_key, 0))))
-        held = select(inbox.c.id).where(
-            inbox.c.session_key == session_key,
-            inbox.c.status == "processing",
-            inbox.c.lease_until >= now,
-            inbox.c.lease_owner != worker,
-        )
-        return (await s.scalar(held.limit(1))) is not None
 
     async def inbox_renew(self, *, worker: str, lease_seconds: float) -> int:
         """Extend the leases ``worker`` holds (a long turn is not a dead worker). Returns how many."""

@@ -26,6 +26,7 @@ from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
 from gateway.store.stream_ops import StreamOps
 from gateway.store.task_ops import TaskOps
+from gateway.store.turn_ops import TurnOps
 from gateway.store.upkeep_ops import UpkeepOps
 from gateway.store.usage_ops import UsageOps
 
@@ -51,6 +52,7 @@ class Store(
     DeadLetterOps,
     StreamOps,
     ClusterOps,
+    TurnOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 

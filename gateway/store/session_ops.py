@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -145,11 +145,19 @@ class SessionOps(Repo):
             return state_from_json(data[0])
 
     async def save_context_state(self, session_id: str, state: ContextState) -> None:
-        payload = clean_json(state_to_json(state))
-
-        def change(row: SessionRow) -> None:
-            row.context_state = payload
-            row.last_prompt_tokens = state.last_prompt_tokens
-            row.last_prompt_at = state.last_prompt_at
-
-        await self._update_session(session_id, change)
+        """Persist compression bookkeeping: one UPDATE (the row's ``version`` moves on, as any
+        update of it does)."""
+        stmt = (
+            update(sessions)
+            .where(sessions.c.id == session_id)
+            .values(
+                context_state=clean_json(state_to_json(state)),
+                last_prompt_tokens=state.last_prompt_tokens,
+                last_prompt_at=state.last_prompt_at,
+                version=sessions.c.version + 1,
+            )
+            .returning(sessions.c.id)
+        )
+        async with self._tx() as s:
+            if await s.scalar(stmt) is None:
+                raise NotFound(f"no session {session_id}")
