@@ -29,7 +29,7 @@ from agent.compaction import WhenSlow
 from agent.context_engine import ContextEngine
 from agent.errors import LLMError, StoreError
 from agent.loop import AgentLoop, TurnResult
-from agent.types import AgentSession
+from agent.types import AgentSession, ChatMessage
 from gateway.auth import REFUSAL_TEXT, Authorizer
 from gateway.commands import IMMEDIATE, Command, CommandContext, parse_command, run_command
 from gateway.config import Settings
@@ -62,6 +62,7 @@ RETRY_DELAYS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 WORKER_ERROR_DELAY = 5.0
 CLAIM_BATCH = 50
 SWEEP_MAX_SECONDS = 60.0
+AMBIENT_GATHER_SECONDS = 0.2
 
 
 def utcnow() -> datetime:
@@ -258,7 +259,12 @@ class Gateway:
             msg.addressed and running and command is None and self._settings.sessions.busy_mode == "interrupt"
         ):
             self._cancel_turn(key, "interrupt")
-        self._kick(key)
+        if msg.addressed:
+            self._kick(key)
+        else:
+            # Ambient messages are only stored: let them gather so that one claim and one
+            # transaction store many (an addressed message kicks at once and takes them along).
+            self._kick_later(key, AMBIENT_GATHER_SECONDS)
 
     async def _refuse(self, msg: InboundMessage) -> None:
         if not msg.addressed or not self._auth.should_notify_refusal(msg.platform, msg.user_id):
@@ -378,7 +384,14 @@ class Gateway:
         info = await self._directory.current(key, items[0])
         session = self._directory.agent_session(info)
         addressed: list[PendingItem] = []
+        ambient: list[tuple[int, ChatMessage]] = []  # plain ambient messages: stored together
         for item in items:
+            if not item.addressed and edit_of(item) is None and not item.payload.get("attachments"):
+                ambient.append((item.id, user_message(item)))
+                continue
+            if ambient:  # keep the order: what came before is stored before this one
+                await self._store.capture_messages(session.id, ambient)
+                ambient = []
             if await self._applied_edit(session.id, item):
                 continue
             built, unreadable = await self._media.message_for(session, item)
@@ -391,6 +404,8 @@ class Gateway:
                 addressed.append(PendingItem(item, message))
             else:
                 await self._store.inbox_mark([item.id], "done", message_id=message.id)
+        if ambient:
+            await self._store.capture_messages(session.id, ambient)
         await self._store.touch_session(session.id, self._clock())
         if not addressed:
             return _Outcome.DONE

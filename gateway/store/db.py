@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -21,6 +22,7 @@ BUSY_TIMEOUT_MS = 15_000
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 SQLITE_CACHE_KIB = 16 * 1024
 _WRITE_OPTION = "hygieia_write"
+_holds_write_lock: ContextVar[bool] = ContextVar("hygieia_holds_write_lock", default=False)
 
 
 def parse_url(url: str | URL) -> URL:
@@ -73,6 +75,12 @@ class Database:
         self._echo = echo
         self._engine: AsyncEngine | None = None
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        # SQLite has one writer at a time. Without this lock concurrent writers all BEGIN
+        # IMMEDIATE and the losers sleep in SQLite's busy handler (1, 2, 5 ... 100 ms steps),
+        # not woken when the lock frees: the write lock then sits idle while work waits, and
+        # throughput collapses as concurrency grows. Queued here, the next writer starts the
+        # moment the previous commits. Other processes still meet the busy timeout.
+        self._write_lock = asyncio.Lock()
 
     @property
     def dialect(self) -> Dialect:
@@ -127,8 +135,23 @@ class Database:
     async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction, committed on exit, rolled back on error.
 
-        ``write=True`` takes SQLite's write lock at BEGIN; PostgreSQL ignores it.
+        ``write=True`` takes SQLite's write lock at BEGIN (after this process's own writers,
+        in order); PostgreSQL ignores it.
         """
+        if write and self.dialect == "sqlite" and not _holds_write_lock.get():
+            async with self._write_lock:
+                token = _holds_write_lock.set(True)
+                try:
+                    async with self._transaction(write=True) as session:
+                        yield session
+                finally:
+                    _holds_write_lock.reset(token)
+            return
+        async with self._transaction(write=write) as session:
+            yield session
+
+    @asynccontextmanager
+    async def _transaction(self, *, write: bool) -> AsyncIterator[AsyncSession]:
         async with self.sessionmaker() as session, session.begin():
             await session.connection(execution_options={_WRITE_OPTION: write})
             yield session

@@ -7,13 +7,13 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, case, exists, func, insert, literal_column, or_, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.errors import NotFound, StoreError
-from gateway.store.base import CONFLICT_RETRIES, Repo, chunks
+from agent.errors import NotFound
+from gateway.store.base import Repo, chunks
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_inbox, to_outbox
+from gateway.store.inbox_batch import InboxBatch
 from gateway.store.models import inbox, outbox
 from gateway.store.records import InboxRecord, OutboxKind, OutboxRecord
 
@@ -41,38 +41,26 @@ class QueueOps(Repo):
         payload: dict[str, Any],
         addressed: bool,
     ) -> tuple[int, bool]:
-        """Persist a received message; ``(id, created)``. The same platform message is stored once."""
-        same = and_(
-            inbox.c.platform == platform,
-            inbox.c.chat_id == chat_id,
-            inbox.c.platform_message_id == platform_message_id,
-        )
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                async with self._tx() as s:
-                    if platform_message_id is not None:
-                        existing = await s.scalar(select(inbox.c.id).where(same))
-                        if existing is not None:
-                            return int(existing), False
-                    new_id = await s.scalar(
-                        insert(inbox)
-                        .values(
-                            platform=platform,
-                            chat_id=chat_id,
-                            platform_message_id=platform_message_id,
-                            session_key=session_key,
-                            payload=clean_json(payload),
-                            addressed=addressed,
-                            status="pending",
-                            attempts=0,
-                            received_at=utcnow(),
-                        )
-                        .returning(inbox.c.id)
-                    )
-                    return int(new_id or 0), True
-            except IntegrityError:
-                continue  # the same message arrived twice at once: the next pass finds the first
-        raise StoreError(f"could not store inbound message {platform}:{chat_id}:{platform_message_id}")
+        """Persist a received message; ``(id, created)``. The same platform message is stored once.
+
+        Returns once the row is committed. Concurrent calls share one transaction (group
+        commit, :mod:`gateway.store.inbox_batch`).
+        """
+        values = {
+            "platform": platform,
+            "chat_id": chat_id,
+            "platform_message_id": platform_message_id,
+            "session_key": session_key,
+            "payload": clean_json(payload),
+            "addressed": addressed,
+            "status": "pending",
+            "attempts": 0,
+            "received_at": utcnow(),
+        }
+        batch: InboxBatch | None = getattr(self, "_inbox_batch", None)
+        if batch is None:
+            batch = self._inbox_batch = InboxBatch(self._db)
+        return await batch.put(values)
 
     async def inbox_claim(
         self, *, worker: str, lease_seconds: float, session_key: str | None = None, limit: int = 50

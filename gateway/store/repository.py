@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
 from gateway.store.audit_ops import AuditOps
+from gateway.store.capture_ops import CaptureOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.dead_letter_ops import DeadLetterOps
 from gateway.store.erase_ops import EraseOps
@@ -32,6 +33,7 @@ from gateway.store.usage_ops import UsageOps
 class Store(
     SessionOps,
     MessageOps,
+    CaptureOps,
     CompactionOps,
     SearchOps,
     QueueOps,
