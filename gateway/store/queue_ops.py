@@ -6,14 +6,26 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, case, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound
 from gateway.store.base import Repo, chunks
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_inbox, to_outbox
-from gateway.store.inbox_batch import InboxBatch
+from gateway.store.group_commit import InboxBatch, OutboxSentBatch
 from gateway.store.models import inbox, outbox
 from gateway.store.records import InboxRecord, OutboxKind, OutboxRecord
 
@@ -44,7 +56,7 @@ class QueueOps(Repo):
         """Persist a received message; ``(id, created)``. The same platform message is stored once.
 
         Returns once the row is committed. Concurrent calls share one transaction (group
-        commit, :mod:`gateway.store.inbox_batch`).
+        commit, :mod:`gateway.store.group_commit`).
         """
         values = {
             "platform": platform,
@@ -222,9 +234,28 @@ class QueueOps(Repo):
         inbox_ids: list[int],
         message_id: int | None,
         kind: OutboxKind = "reply",
+        answers: Sequence[tuple[int, int | None]] = (),
+        status: Literal["done", "failed"] = "done",
+        error: str | None = None,
     ) -> int:
+        """Queue a reply. ``answers`` (inbox id, message id) are the items it answers: they are
+        marked ``status`` in the same transaction (one commit per reply, and never a reply
+        queued without its items done, nor the reverse)."""
         now = utcnow()
         async with self._tx() as s:
+            if answers:
+                done = (
+                    update(inbox)
+                    .where(inbox.c.id == bindparam("item_id"))
+                    .values(
+                        status=status,
+                        processed_at=now,
+                        lease_until=None,
+                        error=None if error is None else clean_text(error),
+                        message_id=func.coalesce(bindparam("mid"), inbox.c.message_id),
+                    )
+                )
+                await s.execute(done, [{"item_id": i, "mid": m} for i, m in answers])
             new_id = await s.scalar(
                 insert(outbox)
                 .values(
@@ -307,13 +338,11 @@ class QueueOps(Repo):
                 raise NotFound(f"no outbox item {outbox_id}")
 
     async def outbox_mark_sent(self, outbox_id: int, platform_ids: list[str]) -> None:
-        await self._outbox_update(
-            outbox_id,
-            status="sent",
-            sent_at=utcnow(),
-            delivered_ids=[str(i) for i in platform_ids],
-            error=None,
-        )
+        """Record a sent reply; returns once committed (concurrent calls share a transaction)."""
+        batch: OutboxSentBatch | None = getattr(self, "_sent_batch", None)
+        if batch is None:
+            batch = self._sent_batch = OutboxSentBatch(self._db)
+        await batch.put({"row_id": outbox_id, "at": utcnow(), "ids": [str(i) for i in platform_ids]})
 
     async def outbox_mark_retry(self, outbox_id: int, *, next_attempt_at: datetime, error: str) -> None:
         await self._outbox_update(

@@ -1,4 +1,4 @@
-"""Group commit of the inbox (gateway/store/inbox_batch.py): fewer transactions, nothing lost.
+"""Group commit of the inbox (gateway.store.group_commit.py): fewer transactions, nothing lost.
 
 A caller of ``inbox_put`` may acknowledge the message to its platform as soon as the call
 returns, so: it returns only once its row is committed; an error in one item fails that
@@ -17,7 +17,7 @@ from sqlalchemy import event, func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from agent.errors import StoreError
+from agent.errors import NotFound, StoreError
 from gateway.store.db import Database
 from gateway.store.models import inbox
 from gateway.store.repository import Store
@@ -156,3 +156,47 @@ async def test_a_caller_cancelled_before_its_item_is_taken_is_not_stored(
     async with database.transaction(write=False) as s:
         stored = list(await s.scalars(select(inbox.c.platform_message_id)))
     assert stored == ["first"]
+
+
+async def queue_reply(store: Store, i: int, answers: list[tuple[int, int | None]] | None = None) -> int:
+    return await store.outbox_put(
+        session_id=None,
+        target={"platform": "telegram", "chat_id": str(i)},
+        text=f"reply {i}",
+        inbox_ids=[a for a, _ in answers or []],
+        message_id=None,
+        answers=answers or [],
+    )
+
+
+async def test_sent_replies_of_a_round_are_recorded_together_and_a_missing_one_fails_alone(
+    store: Store, database: Database
+) -> None:
+    rows = [await queue_reply(store, i) for i in range(12)]
+    commits = 0
+
+    def on_commit(_conn: object) -> None:
+        nonlocal commits
+        commits += 1
+
+    event.listen(database.engine.sync_engine, "commit", on_commit)
+    try:
+        results = await asyncio.gather(
+            *(store.outbox_mark_sent(r, [f"p{r}"]) for r in rows),
+            store.outbox_mark_sent(999_999, ["nowhere"]),
+            return_exceptions=True,
+        )
+    finally:
+        event.remove(database.engine.sync_engine, "commit", on_commit)
+    assert results[:12] == [None] * 12 and isinstance(results[12], NotFound)
+    assert commits <= 4, f"13 concurrent marks took {commits} transactions"
+    for r in rows:
+        row = await store.outbox_get(r)
+        assert (row.status, row.delivered_ids, row.attempts) == ("sent", [f"p{r}"], 1)
+
+
+async def test_a_reply_and_the_items_it_answers_commit_together(store: Store) -> None:
+    items = [(await put(store, f"q{i}"))[0] for i in range(3)]
+    outbox_id = await queue_reply(store, 1, [(items[0], None), (items[1], None)])
+    assert [(await store.inbox_get(i)).status for i in items] == ["done", "done", "pending"]
+    assert (await store.outbox_get(outbox_id)).inbox_ids == items[:2]

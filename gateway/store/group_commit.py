@@ -1,4 +1,4 @@
-"""Group commit for the inbox: many concurrent ``inbox_put`` calls, one transaction.
+"""Group commit: many concurrent writes of one kind, one transaction (inbox rows, sent replies).
 
 Every received message is committed before its platform is acknowledged; at hundreds of
 messages a second a transaction per message is the ceiling (SQLite has one writer, and each
@@ -6,6 +6,9 @@ commit is a round trip through the driver's thread). So puts queue here and one 
 stores whatever has queued meanwhile in a single transaction; each caller's future resolves
 only after that transaction has committed. Nothing waits on purpose: a lone message is
 written at once, and a batch is simply what arrived while the previous one was committing.
+
+Used for the inbox (:class:`InboxBatch`) and for recording sent replies
+(:class:`OutboxSentBatch`: the chats of a delivery round send concurrently).
 
 Guarantees (tests/store/test_inbox_batch.py):
 - a caller returns only once its row is committed (durable as the database's settings make
@@ -22,17 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import insert, select, tuple_
+from sqlalchemy import bindparam, insert, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.errors import StoreError
+from agent.errors import NotFound, StoreError
 from gateway.store.base import CONFLICT_RETRIES
 from gateway.store.db import Database
-from gateway.store.models import inbox
+from gateway.store.models import inbox, outbox
 
 _log = logging.getLogger(__name__)
 
@@ -40,34 +44,41 @@ MAX_BATCH = 500
 """Rows per transaction: a few thousand bound parameters, far below either database's limit."""
 
 Key = tuple[str, str, str]
+R = TypeVar("R")
 
 
 @dataclass(eq=False)
-class InboxPut:
-    """One queued row (column values) and the future its caller awaits: ``(id, created)``."""
+class Queued(Generic[R]):
+    """One queued write (its values) and the future its caller awaits."""
 
     values: dict[str, Any]
-    future: asyncio.Future[tuple[int, bool]] = field(repr=False)
+    future: asyncio.Future[R] = field(repr=False)
 
     @property
     def key(self) -> Key | None:
-        pmid = self.values["platform_message_id"]
+        pmid = self.values.get("platform_message_id")
         return None if pmid is None else (self.values["platform"], self.values["chat_id"], pmid)
 
 
-class InboxBatch:
-    """The queue and its writer; one per :class:`Database` (see the module docstring)."""
+class GroupCommit(ABC, Generic[R]):
+    """A queue of writes and the task that commits them in batches (see the module docstring)."""
+
+    name = "group commit"
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._pending: list[InboxPut] = []
+        self._pending: list[Queued[R]] = []
         self._writer: asyncio.Task[None] | None = None
 
-    async def put(self, values: dict[str, Any]) -> tuple[int, bool]:
-        item = InboxPut(values, asyncio.get_running_loop().create_future())
+    @abstractmethod
+    async def _store(self, s: AsyncSession, batch: list[Queued[R]]) -> list[R]:
+        """Write the batch inside ``s``; one result per item, in order."""
+
+    async def put(self, values: dict[str, Any]) -> R:
+        item: Queued[R] = Queued(values, asyncio.get_running_loop().create_future())
         self._pending.append(item)
         if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write(), name="inbox group commit")
+            self._writer = asyncio.create_task(self._write(), name=self.name)
         # Cancelling this await cancels the future: not yet taken, the item is dropped; taken,
         # it may still be committed (unacknowledged, so the platform redelivers: stored once).
         return await item.future
@@ -81,34 +92,34 @@ class InboxBatch:
             try:
                 await self._commit_batch(batch)
             except asyncio.CancelledError:
-                _fail([*batch, *self._pending], StoreError("the inbox writer was cancelled; not stored"))
+                _fail([*batch, *self._pending], StoreError(f"the {self.name} was cancelled; not stored"))
                 self._pending.clear()
                 raise
             except Exception as exc:  # the batch rolled back: store each alone, isolating the bad one
                 if len(batch) > 1:
-                    _log.warning("inbox batch of %d failed (%s); storing one by one", len(batch), exc)
+                    _log.warning("%s: a batch of %d failed (%s); one by one", self.name, len(batch), exc)
                 for item in batch:
                     await self._commit_alone(item)
 
-    async def _commit_batch(self, batch: list[InboxPut]) -> None:
+    async def _commit_batch(self, batch: list[Queued[R]]) -> None:
         async with self._db.transaction() as s:
-            results = await _store(s, batch)
+            results = await self._store(s, batch)
         # Only now, after COMMIT returned, may any caller acknowledge its message.
         for item, result in zip(batch, results, strict=True):
             if not item.future.done():
                 item.future.set_result(result)
 
-    async def _commit_alone(self, item: InboxPut) -> None:
+    async def _commit_alone(self, item: Queued[R]) -> None:
         last: Exception | None = None
         for _ in range(CONFLICT_RETRIES):
             try:
                 async with self._db.transaction() as s:
-                    (result,) = await _store(s, [item])
+                    (result,) = await self._store(s, [item])
             except IntegrityError as exc:  # the same message stored at once elsewhere: look again
                 last = exc
                 continue
             except asyncio.CancelledError:
-                _fail([item], StoreError("the inbox writer was cancelled; not stored"))
+                _fail([item], StoreError(f"the {self.name} was cancelled; not stored"))
                 raise
             except Exception as exc:
                 _fail([item], exc)
@@ -116,10 +127,19 @@ class InboxBatch:
             if not item.future.done():
                 item.future.set_result(result)
             return
-        _fail([item], StoreError(f"could not store inbound message {item.key}: {last}"))
+        _fail([item], StoreError(f"could not write {item.key or item.values}: {last}"))
 
 
-async def _store(s: AsyncSession, batch: list[InboxPut]) -> list[tuple[int, bool]]:
+class InboxBatch(GroupCommit[tuple[int, bool]]):
+    """Inbox rows; each caller gets ``(id, created)``."""
+
+    name = "inbox group commit"
+
+    async def _store(self, s: AsyncSession, batch: list[Queued[tuple[int, bool]]]) -> list[tuple[int, bool]]:
+        return await _store_inbox(s, batch)
+
+
+async def _store_inbox(s: AsyncSession, batch: list[Queued[tuple[int, bool]]]) -> list[tuple[int, bool]]:
     """Insert the batch's new rows in one statement; ``(id, created)`` per item, in order."""
     keys = {k for k in (i.key for i in batch) if k is not None}
     known: dict[Key, int] = {}
@@ -128,8 +148,8 @@ async def _store(s: AsyncSession, batch: list[InboxPut]) -> list[tuple[int, bool
         stmt = select(inbox.c.id, *columns.clauses).where(columns.in_(list(keys)))
         for row in await s.execute(stmt):
             known[(row[1], row[2], row[3])] = int(row[0])
-    fresh: list[InboxPut] = []
-    first: dict[Key, InboxPut] = {}
+    fresh: list[Queued[tuple[int, bool]]] = []
+    first: dict[Key, Queued[tuple[int, bool]]] = {}
     for item in batch:
         key = item.key
         if key is None or (key not in known and key not in first):
@@ -154,7 +174,35 @@ async def _store(s: AsyncSession, batch: list[InboxPut]) -> list[tuple[int, bool
     return results
 
 
-def _fail(items: list[InboxPut], exc: BaseException) -> None:
+def _fail(items: list[Queued[Any]], exc: BaseException) -> None:
     for item in items:
         if not item.future.done():
             item.future.set_exception(exc)
+
+
+class OutboxSentBatch(GroupCommit[None]):
+    """Outbox rows just sent: ``{"row_id", "at", "ids"}`` each; a missing row fails its caller."""
+
+    name = "outbox sent group commit"
+
+    async def _store(self, s: AsyncSession, batch: list[Queued[None]]) -> list[None]:
+        stmt = (
+            update(outbox)
+            .where(outbox.c.id == bindparam("row_id"))
+            .values(
+                attempts=outbox.c.attempts + 1,
+                status="sent",
+                sent_at=bindparam("at", type_=outbox.c.sent_at.type),
+                delivered_ids=bindparam("ids", type_=outbox.c.delivered_ids.type),
+                error=None,
+            )
+        )
+        wanted = [int(item.values["row_id"]) for item in batch]
+        found = set(await s.scalars(select(outbox.c.id).where(outbox.c.id.in_(wanted))))
+        for item, row_id in zip(batch, wanted, strict=True):
+            if row_id not in found:  # fails only its caller; nothing of it is written
+                _fail([item], NotFound(f"no outbox item {row_id}"))
+        present = [item.values for item, row_id in zip(batch, wanted, strict=True) if row_id in found]
+        if present:
+            await s.execute(stmt, present)
+        return [None] * len(batch)
