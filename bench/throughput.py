@@ -9,9 +9,12 @@ a remote API: its CPU is not the gateway's). Replies go to an in-process fake pl
   next (a conversation: one turn per message, nothing coalesced). msg/s = answered messages /
   wall time, from the first inbox commit to the last reply handed to the platform.
 - ambient intake: ``groups`` group chats receive messages not addressed to the bot, all at
-  once (stored only). "acked" = messages/s until every ``intake`` returned (each returns once
-  its inbox row is committed, when the platform may be acknowledged); "stored" = until every
-  one is in its conversation (messages row) and its inbox item done.
+  once (stored only; one producer per group, as with many connections or webhook requests).
+  "acked" = messages/s until every ``intake`` returned (each returns once its inbox row is
+  committed, when the platform may be acknowledged); "stored" = until every one is in its
+  conversation (messages row) and its inbox item done. "one producer": the same with a single
+  producer handing over one message at a time (the Telegram and Discord adapters take one
+  update at a time and confirm it after its commit).
 
     python bench/throughput.py [--full] [--profile FILE]
 """
@@ -134,7 +137,12 @@ async def addressed(
     return {"messages": total, "seconds": elapsed, "msg/s": total / elapsed, "cpu ms/msg": cpu_ms}
 
 
-async def ambient(service: Service, groups: int, per_group: int) -> dict[str, float]:
+async def ambient(
+    service: Service, groups: int, per_group: int, producers: int | None = None
+) -> dict[str, float]:
+    """``producers`` None: one per group, all at once; 1: one at a time, like one Telegram poller
+    or Discord connection (each update is confirmed after its commit, the next one follows)."""
+
     async def group(g: int) -> None:
         for i in range(per_group):
             msg = InboundMessage(
@@ -148,9 +156,16 @@ async def ambient(service: Service, groups: int, per_group: int) -> dict[str, fl
             )
             await service.gateway.intake(msg)
 
+    async def serially() -> None:
+        for g in range(groups):
+            await group(g)
+
     total = groups * per_group
     started, cpu = time.perf_counter(), time.process_time()
-    await asyncio.gather(*(group(g) for g in range(groups)))
+    if producers == 1:
+        await serially()
+    else:
+        await asyncio.gather(*(group(g) for g in range(groups)))
     acked = time.perf_counter() - started
     await service.gateway.wait_idle()
     stored = time.perf_counter() - started
@@ -177,6 +192,7 @@ async def run_engine(
             steps: list[tuple[str, Callable[[], Awaitable[dict[str, float]]]]] = [
                 ("addressed", lambda: addressed(service, platform, sizes["chats"], sizes["rounds"])),
                 ("ambient", lambda: ambient(service, sizes["groups"], sizes["per_group"])),
+                ("ambient, one producer", lambda: ambient(service, 1, sizes["serial"], producers=1)),
             ]
             for name, step in steps:
                 if profile is not None:
@@ -191,9 +207,9 @@ async def run_engine(
 
 async def main(full: bool, profile_to: Path | None) -> None:
     sizes = (
-        {"chats": 50, "rounds": 40, "groups": 50, "per_group": 200}
+        {"chats": 50, "rounds": 40, "groups": 50, "per_group": 200, "serial": 2000}
         if full
-        else {"chats": 20, "rounds": 10, "groups": 20, "per_group": 50}
+        else {"chats": 20, "rounds": 10, "groups": 20, "per_group": 50, "serial": 500}
     )
     targets: list[tuple[str, str | None]] = [("sqlite", None)]
     if os.environ.get("HYGIEIA_TEST_POSTGRES_URL"):
@@ -225,6 +241,7 @@ async def main(full: bool, profile_to: Path | None) -> None:
         "ambient acked msg/s",
         "ambient stored msg/s",
         "ambient CPU ms/msg",
+        "one producer acked msg/s",
     )
     for column in columns:
         table.add_column(column, justify="left" if column == "database" else "right")
@@ -236,7 +253,10 @@ async def main(full: bool, profile_to: Path | None) -> None:
             f"{result['ambient']['acked msg/s']:.0f}",
             f"{result['ambient']['stored msg/s']:.0f}",
             f"{result['ambient']['cpu ms/msg']:.2f}",
+            f"{result['ambient, one producer']['acked msg/s']:.0f}",
         )
+        serial = result["ambient, one producer"]["acked msg/s"]
+        report.add(f"{name}/ambient one producer acked msg per s", serial, unit="msg/s", better="higher")
         for step in ("addressed", "ambient"):
             report.add(f"{name}/{step} CPU ms per msg", result[step]["cpu ms/msg"])
         report.add(f"{name}/addressed msg per s", result["addressed"]["msg/s"], unit="msg/s", better="higher")

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, insert, select, tuple_, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound, StoreError
 from gateway.store.base import CONFLICT_RETRIES
@@ -64,6 +64,8 @@ class GroupCommit(ABC, Generic[R]):
     """A queue of writes and the task that commits them in batches (see the module docstring)."""
 
     name = "group commit"
+    urgent = False
+    """Ahead of other writers for SQLite's write lock (a platform waits on these commits)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -71,8 +73,9 @@ class GroupCommit(ABC, Generic[R]):
         self._writer: asyncio.Task[None] | None = None
 
     @abstractmethod
-    async def _store(self, s: AsyncSession, batch: list[Queued[R]]) -> list[R]:
-        """Write the batch inside ``s``; one result per item, in order."""
+    def _store(self, conn: Connection, batch: list[Queued[R]]) -> list[R | Exception]:
+        """Write the batch inside ``conn``'s transaction (synchronously, maybe in a worker
+        thread: touch no future here); one result, or the error of that item alone, per item."""
 
     async def put(self, values: dict[str, Any]) -> R:
         item: Queued[R] = Queued(values, asyncio.get_running_loop().create_future())
@@ -102,19 +105,18 @@ class GroupCommit(ABC, Generic[R]):
                     await self._commit_alone(item)
 
     async def _commit_batch(self, batch: list[Queued[R]]) -> None:
-        async with self._db.transaction() as s:
-            results = await self._store(s, batch)
+        results = await self._db.write_at_once(lambda conn: self._store(conn, batch), urgent=self.urgent)
         # Only now, after COMMIT returned, may any caller acknowledge its message.
         for item, result in zip(batch, results, strict=True):
-            if not item.future.done():
-                item.future.set_result(result)
+            _settle(item, result)
 
     async def _commit_alone(self, item: Queued[R]) -> None:
         last: Exception | None = None
         for _ in range(CONFLICT_RETRIES):
             try:
-                async with self._db.transaction() as s:
-                    (result,) = await self._store(s, [item])
+                (result,) = await self._db.write_at_once(
+                    lambda conn: self._store(conn, [item]), urgent=self.urgent
+                )
             except IntegrityError as exc:  # the same message stored at once elsewhere: look again
                 last = exc
                 continue
@@ -124,8 +126,7 @@ class GroupCommit(ABC, Generic[R]):
             except Exception as exc:
                 _fail([item], exc)
                 return
-            if not item.future.done():
-                item.future.set_result(result)
+            _settle(item, result)
             return
         _fail([item], StoreError(f"could not write {item.key or item.values}: {last}"))
 
@@ -134,19 +135,22 @@ class InboxBatch(GroupCommit[tuple[int, bool]]):
     """Inbox rows; each caller gets ``(id, created)``."""
 
     name = "inbox group commit"
+    urgent = True
 
-    async def _store(self, s: AsyncSession, batch: list[Queued[tuple[int, bool]]]) -> list[tuple[int, bool]]:
-        return await _store_inbox(s, batch)
+    def _store(
+        self, conn: Connection, batch: list[Queued[tuple[int, bool]]]
+    ) -> list[tuple[int, bool] | Exception]:
+        return list(_store_inbox(conn, batch))
 
 
-async def _store_inbox(s: AsyncSession, batch: list[Queued[tuple[int, bool]]]) -> list[tuple[int, bool]]:
+def _store_inbox(conn: Connection, batch: list[Queued[tuple[int, bool]]]) -> list[tuple[int, bool]]:
     """Insert the batch's new rows in one statement; ``(id, created)`` per item, in order."""
     keys = {k for k in (i.key for i in batch) if k is not None}
     known: dict[Key, int] = {}
     if keys:
         columns = tuple_(inbox.c.platform, inbox.c.chat_id, inbox.c.platform_message_id)
         stmt = select(inbox.c.id, *columns.clauses).where(columns.in_(list(keys)))
-        for row in await s.execute(stmt):
+        for row in conn.execute(stmt):
             known[(row[1], row[2], row[3])] = int(row[0])
     fresh: list[Queued[tuple[int, bool]]] = []
     first: dict[Key, Queued[tuple[int, bool]]] = {}
@@ -159,7 +163,7 @@ async def _store_inbox(s: AsyncSession, batch: list[Queued[tuple[int, bool]]]) -
     ids: dict[int, int] = {}  # id(item) -> new row id
     if fresh:
         add = insert(inbox).returning(inbox.c.id, sort_by_parameter_order=True)
-        rows = await s.execute(add, [i.values for i in fresh])
+        rows = conn.execute(add, [i.values for i in fresh])
         ids = {id(item): int(row[0]) for item, row in zip(fresh, rows, strict=True)}
     results: list[tuple[int, bool]] = []
     for item in batch:
@@ -185,7 +189,7 @@ class OutboxSentBatch(GroupCommit[None]):
 
     name = "outbox sent group commit"
 
-    async def _store(self, s: AsyncSession, batch: list[Queued[None]]) -> list[None]:
+    def _store(self, conn: Connection, batch: list[Queued[None]]) -> list[Exception | None]:
         stmt = (
             update(outbox)
             .where(outbox.c.id == bindparam("row_id"))
@@ -198,11 +202,18 @@ class OutboxSentBatch(GroupCommit[None]):
             )
         )
         wanted = [int(item.values["row_id"]) for item in batch]
-        found = set(await s.scalars(select(outbox.c.id).where(outbox.c.id.in_(wanted))))
-        for item, row_id in zip(batch, wanted, strict=True):
-            if row_id not in found:  # fails only its caller; nothing of it is written
-                _fail([item], NotFound(f"no outbox item {row_id}"))
+        found = set(conn.scalars(select(outbox.c.id).where(outbox.c.id.in_(wanted))))
         present = [item.values for item, row_id in zip(batch, wanted, strict=True) if row_id in found]
         if present:
-            await s.execute(stmt, present)
-        return [None] * len(batch)
+            conn.execute(stmt, present)
+        # A missing row fails only its caller; nothing of it is written.
+        return [None if row_id in found else NotFound(f"no outbox item {row_id}") for row_id in wanted]
+
+
+def _settle(item: Queued[R], result: R | Exception) -> None:
+    if item.future.done():
+        return
+    if isinstance(result, Exception):
+        item.future.set_exception(result)
+    else:
+        item.future.set_result(result)

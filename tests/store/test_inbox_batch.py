@@ -46,7 +46,7 @@ async def writes_stalled(db: Database) -> AsyncIterator[None]:
     """Hold the inbox writer up: on SQLite before its BEGIN (this process's write lock), on
     PostgreSQL inside its transaction (another connection locks the table against inserts)."""
     if db.dialect == "sqlite":
-        async with db._write_lock:
+        async with db._write_lock.hold():
             yield
         return
     other = create_async_engine(db.url, poolclass=NullPool)
