@@ -3,17 +3,20 @@
 An ambient message is only stored (it becomes context for a later turn). Appending each one
 and marking its inbox item done cost two transactions and eight statements per message;
 here a batch (what one claim returned for a session) costs one transaction and five
-statements. Same rules as :meth:`MessageOps.append_message`: rows go at the end of the
-session in order, a platform message id already stored is not stored again, and the inbox
-items are done in the same transaction as their rows (a crash leaves both or neither).
+statements, run at once (on SQLite in one worker-thread call: ``Database.write_at_once``).
+Same rules as :meth:`MessageOps.append_message`: rows go at the end of the session in order,
+a platform message id already stored is not stored again, and the inbox items are done in
+the same transaction as their rows (a crash leaves both or neither).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy.engine import Connection
 
 from agent.errors import NotFound
 from agent.types import ChatMessage
@@ -46,52 +49,58 @@ class CaptureOps(Repo):
             )
             for _, m in items
         ]
-        async with self._tx() as s:
-            # The session row lock serializes appenders on PostgreSQL, as in append_message.
-            lock = select(sessions.c.id).where(sessions.c.id == session_id).with_for_update(key_share=True)
-            if await s.scalar(lock) is None:
-                raise NotFound(f"no session {session_id}")
-            keys = [m.platform_message_id for m in prepared if m.platform_message_id is not None]
-            stored: dict[str, ChatMessage] = {}
-            for part in chunks(keys):
-                same = select(messages).where(
-                    messages.c.session_id == session_id, messages.c.platform_message_id.in_(part)
-                )
-                for row in (await s.execute(same)).mappings():
-                    stored[str(row["platform_message_id"])] = to_message(row)
-            last = await s.scalar(select(func.max(messages.c.seq)).where(messages.c.session_id == session_id))
-            seq = last or 0
-            result: list[ChatMessage] = []
-            fresh: list[tuple[int, ChatMessage]] = []  # (index in result, message with its seq)
-            for message in prepared:
-                key = message.platform_message_id
-                if key is not None and key in stored:
-                    result.append(stored[key])
-                    continue
-                seq += 1
-                placed = replace(message, seq=seq)
-                fresh.append((len(result), placed))
-                result.append(placed)
-                if key is not None:
-                    stored[key] = placed  # a repeat later in this batch is the same message
-            if fresh:
-                add = insert(messages).returning(messages.c.id, sort_by_parameter_order=True)
-                rows = await s.execute(add, [{**row_values(session_id, m), "seq": m.seq} for _, m in fresh])
-                for (index, message), row in zip(fresh, rows, strict=True):
-                    result[index] = replace(message, id=int(row[0]))
-                    if message.platform_message_id is not None:
-                        stored[message.platform_message_id] = result[index]
-            # Repeats within the batch now see the id their first occurrence got.
-            result = [stored.get(m.platform_message_id or "", m) for m in result]
-            done = (
-                update(inbox)
-                .where(inbox.c.id == bindparam("inbox_id"))
-                .values(
-                    status="done", processed_at=now, lease_until=None, error=None, message_id=bindparam("mid")
-                )
-            )
-            await s.execute(
-                done,
-                [{"inbox_id": inbox_id, "mid": m.id} for (inbox_id, _), m in zip(items, result, strict=True)],
-            )
-            return result
+        return await self._db.write_at_once(lambda conn: _capture(conn, session_id, items, prepared, now))
+
+
+def _capture(
+    conn: Connection,
+    session_id: str,
+    items: Sequence[tuple[int, ChatMessage]],
+    prepared: list[ChatMessage],
+    now: datetime,
+) -> list[ChatMessage]:
+    # The session row lock serializes appenders on PostgreSQL, as in append_message.
+    lock = select(sessions.c.id).where(sessions.c.id == session_id).with_for_update(key_share=True)
+    if conn.scalar(lock) is None:
+        raise NotFound(f"no session {session_id}")
+    keys = [m.platform_message_id for m in prepared if m.platform_message_id is not None]
+    stored: dict[str, ChatMessage] = {}
+    for part in chunks(keys):
+        same = select(messages).where(
+            messages.c.session_id == session_id, messages.c.platform_message_id.in_(part)
+        )
+        for row in conn.execute(same).mappings():
+            stored[str(row["platform_message_id"])] = to_message(row)
+    last = conn.scalar(select(func.max(messages.c.seq)).where(messages.c.session_id == session_id))
+    seq = last or 0
+    result: list[ChatMessage] = []
+    fresh: list[tuple[int, ChatMessage]] = []  # (index in result, message with its seq)
+    for message in prepared:
+        key = message.platform_message_id
+        if key is not None and key in stored:
+            result.append(stored[key])
+            continue
+        seq += 1
+        placed = replace(message, seq=seq)
+        fresh.append((len(result), placed))
+        result.append(placed)
+        if key is not None:
+            stored[key] = placed  # a repeat later in this batch is the same message
+    if fresh:
+        add = insert(messages).returning(messages.c.id, sort_by_parameter_order=True)
+        rows = conn.execute(add, [{**row_values(session_id, m), "seq": m.seq} for _, m in fresh])
+        for (index, message), new_id in zip(fresh, rows.scalars(), strict=True):
+            result[index] = replace(message, id=int(new_id))
+            if message.platform_message_id is not None:
+                stored[message.platform_message_id] = result[index]
+    # Repeats within the batch now see the id their first occurrence got.
+    result = [stored.get(m.platform_message_id or "", m) for m in result]
+    done = (
+        update(inbox)
+        .where(inbox.c.id == bindparam("inbox_id"))
+        .values(status="done", processed_at=now, lease_until=None, error=None, message_id=bindparam("mid"))
+    )
+    conn.execute(
+        done, [{"inbox_id": inbox_id, "mid": m.id} for (inbox_id, _), m in zip(items, result, strict=True)]
+    )
+    return result
