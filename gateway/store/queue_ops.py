@@ -19,6 +19,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.errors import NotFound
@@ -242,38 +243,42 @@ class QueueOps(Repo):
         marked ``status`` in the same transaction (one commit per reply, and never a reply
         queued without its items done, nor the reverse)."""
         now = utcnow()
-        async with self._tx() as s:
-            if answers:
-                done = (
-                    update(inbox)
-                    .where(inbox.c.id == bindparam("item_id"))
-                    .values(
-                        status=status,
-                        processed_at=now,
-                        lease_until=None,
-                        error=None if error is None else clean_text(error),
-                        message_id=func.coalesce(bindparam("mid"), inbox.c.message_id),
-                    )
-                )
-                await s.execute(done, [{"item_id": i, "mid": m} for i, m in answers])
-            new_id = await s.scalar(
-                insert(outbox)
-                .values(
-                    session_id=session_id,
-                    target=clean_json(target),
-                    text=clean_text(text),
-                    status="pending",
-                    attempts=0,
-                    next_attempt_at=now,
-                    delivered_ids=[],
-                    created_at=now,
-                    message_id=message_id,
-                    inbox_ids=list(inbox_ids),
-                    kind=kind,
-                )
-                .returning(outbox.c.id)
+        add = (
+            insert(outbox)
+            .values(
+                session_id=session_id,
+                target=clean_json(target),
+                text=clean_text(text),
+                status="pending",
+                attempts=0,
+                next_attempt_at=now,
+                delivered_ids=[],
+                created_at=now,
+                message_id=message_id,
+                inbox_ids=list(inbox_ids),
+                kind=kind,
             )
-            return int(new_id or 0)
+            .returning(outbox.c.id)
+        )
+        done = (
+            update(inbox)
+            .where(inbox.c.id == bindparam("item_id"))
+            .values(
+                status=status,
+                processed_at=now,
+                lease_until=None,
+                error=None if error is None else clean_text(error),
+                message_id=func.coalesce(bindparam("mid"), inbox.c.message_id),
+            )
+        )
+
+        def write(conn: Connection) -> int:
+            if answers:
+                conn.execute(done, [{"item_id": i, "mid": m} for i, m in answers])
+            return int(conn.scalar(add) or 0)
+
+        # One worker-thread call on SQLite instead of a hop per statement (Database.write_at_once).
+        return await self._db.write_at_once(write)
 
     async def outbox_due(self, now: datetime, limit: int = 50) -> list[OutboxRecord]:
         """Pending replies whose next attempt is due, oldest first."""
