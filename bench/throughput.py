@@ -264,7 +264,7 @@ async def main(full: bool, profile_to: Path | None) -> None:
             value = result["ambient"][f"{kind} msg/s"]
             report.add(f"{name}/ambient {kind} msg per s", value, unit="msg/s", better="higher")
     report.note("load average", [round(x, 2) for x in load_before])
-    Console().print(table)
+    Console(width=160).print(table)
     report.save()
     if profile is not None and profile_to is not None:
         profile.dump_stats(str(profile_to))
