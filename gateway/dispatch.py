@@ -58,6 +58,7 @@ RETRY_DELAYS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 WORKER_ERROR_DELAY = 5.0
 CLAIM_BATCH = 50
 SWEEP_MAX_SECONDS = 60.0
+AMBIENT_GATHER_SECONDS = 0.2
 
 
 def utcnow() -> datetime:
@@ -263,7 +264,12 @@ class Gateway:
             msg.addressed and running and command is None and self._settings.sessions.busy_mode == "interrupt"
         ):
             self._cancel_turn(key, "interrupt")
-        self._kick(key)
+        if msg.addressed:
+            self._kick(key)
+        else:
+            # Ambient messages are only stored: let them gather so that one claim and one
+            # transaction store many (an addressed message kicks at once and takes them along).
+            self._kick_later(key, AMBIENT_GATHER_SECONDS)
 
     async def _refuse(self, msg: InboundMessage) -> None:
         if not msg.addressed or not self._auth.should_notify_refusal(msg.platform, msg.user_id):

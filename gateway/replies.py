@@ -86,16 +86,17 @@ class Replies:
         status: Literal["done", "failed"] = "done",
         error: str | None = None,
     ) -> None:
-        """Answer ``pending``: the outbox row first, then the items are done, then delivery wakes."""
+        """Answer ``pending``: the outbox row and the items done in one transaction; delivery wakes."""
         await self._store.outbox_put(
             session_id=session_id,
             target=target_to_dict(target),
             text=text,
             inbox_ids=[p.item.id for p in pending],
             message_id=message_id,
+            answers=[(p.item.id, p.message.id) for p in pending],
+            status=status,
+            error=error,
         )
-        for p in pending:
-            await self._store.inbox_mark([p.item.id], status, error=error, message_id=p.message.id)
         self._delivery.notify()
 
     async def unanswered(self, session_id: str, addressed: list[PendingItem]) -> list[PendingItem]:
@@ -134,8 +135,8 @@ class Replies:
             text=text,
             inbox_ids=[item.id],
             message_id=None,
+            answers=[(item.id, None)],
         )
-        await self._store.inbox_mark([item.id], "done")
         self._delivery.notify()
 
     async def notice(self, session_id: str, target: OutboundTarget, text: str) -> None:

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import event, text
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from agent.errors import ConfigError, StoreError
 
 Dialect = Literal["sqlite", "postgresql"]
+T = TypeVar("T")
 BUSY_TIMEOUT_MS = 15_000
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 SQLITE_CACHE_KIB = 16 * 1024
 _WRITE_OPTION = "hygieia_write"
+_holds_write_lock: ContextVar[bool] = ContextVar("hygieia_holds_write_lock", default=False)
 
 
 def parse_url(url: str | URL) -> URL:
@@ -34,7 +38,7 @@ def parse_url(url: str | URL) -> URL:
     return parsed
 
 
-def configure_sqlite(engine: AsyncEngine) -> None:
+def configure_sqlite(engine: AsyncEngine | Engine) -> None:
     """WAL, foreign keys, a busy timeout, mmap and a bigger page cache on every connection; our own BEGIN.
 
     The driver's implicit transactions are turned off so that we emit ``BEGIN`` ourselves:
@@ -42,7 +46,9 @@ def configure_sqlite(engine: AsyncEngine) -> None:
     that reads ``max(seq)`` and then inserts cannot lose a race (WAL readers never block).
     """
 
-    @event.listens_for(engine.sync_engine, "connect")
+    sync_engine = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
+
+    @event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -56,10 +62,57 @@ def configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
         immediate = conn.get_execution_options().get(_WRITE_OPTION, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class WriteLock:
+    """This process's turn at SQLite's single writer: FIFO, except that ``urgent`` waiters
+    (the inbox's group commit: a platform waits on it) go before the others.
+
+    Only one task ever waits as urgent (the inbox has one writer task), so the others are
+    not starved: at worst urgent and ordinary transactions alternate.
+    """
+
+    def __init__(self) -> None:
+        self._held = False
+        self._urgent: deque[asyncio.Future[None]] = deque()
+        self._normal: deque[asyncio.Future[None]] = deque()
+
+    def locked(self) -> bool:
+        return self._held
+
+    async def acquire(self, *, urgent: bool = False) -> None:
+        if not self._held:
+            self._held = True
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        (self._urgent if urgent else self._normal).append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed the lock just as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        for queue in (self._urgent, self._normal):
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():  # a cancelled waiter is skipped
+                    waiter.set_result(None)  # the lock passes to it directly, still held
+                    return
+        self._held = False
+
+    @asynccontextmanager
+    async def hold(self, *, urgent: bool = False) -> AsyncIterator[None]:
+        await self.acquire(urgent=urgent)
+        try:
+            yield
+        finally:
+            self.release()
 
 
 class Database:
@@ -73,6 +126,13 @@ class Database:
         self._echo = echo
         self._engine: AsyncEngine | None = None
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        # SQLite has one writer at a time. Without this lock concurrent writers all BEGIN
+        # IMMEDIATE and the losers sleep in SQLite's busy handler (1, 2, 5 ... 100 ms steps),
+        # not woken when the lock frees: the write lock then sits idle while work waits, and
+        # throughput collapses as concurrency grows. Queued here, the next writer starts the
+        # moment the previous commits. Other processes still meet the busy timeout.
+        self._write_lock = WriteLock()
+        self._sync_engine: Engine | None = None  # SQLite: whole transactions in one thread hop
 
     @property
     def dialect(self) -> Dialect:
@@ -109,6 +169,9 @@ class Database:
         self._sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
 
     async def dispose(self) -> None:
+        if self._sync_engine is not None:
+            self._sync_engine.dispose()
+            self._sync_engine = None
         if self._engine is not None:
             await self._engine.dispose()
         self._engine = None
@@ -124,11 +187,57 @@ class Database:
         await self.dispose()
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
+    async def transaction(self, *, write: bool = True, urgent: bool = False) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction, committed on exit, rolled back on error.
 
-        ``write=True`` takes SQLite's write lock at BEGIN; PostgreSQL ignores it.
+        ``write=True`` takes SQLite's write lock at BEGIN (after this process's own writers,
+        in order, ``urgent`` ones first: see :class:`WriteLock`); PostgreSQL ignores it.
         """
+        if write and self.dialect == "sqlite" and not _holds_write_lock.get():
+            async with self._write_lock.hold(urgent=urgent):
+                token = _holds_write_lock.set(True)
+                try:
+                    async with self._transaction(write=True) as session:
+                        yield session
+                finally:
+                    _holds_write_lock.reset(token)
+            return
+        async with self._transaction(write=write) as session:
+            yield session
+
+    async def write_at_once(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
+        """Run ``work`` (synchronous SQLAlchemy Core on a connection) in one write transaction.
+
+        On a SQLite file the whole transaction runs in one worker-thread call: the async driver
+        hands every statement, BEGIN and COMMIT to its thread and back (~0.5 ms of CPU each
+        here), which is most of the cost of a short transaction. Writers of this process still
+        queue on the write lock first. Cancelled while running, the transaction still finishes
+        in its thread (committed or not); its callers are told it failed, so nothing is
+        acknowledged that might not be stored. Elsewhere: the async session, run synchronously.
+        """
+        if self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:"):
+            if _holds_write_lock.get():
+                raise StoreError("write_at_once inside another write transaction")
+            async with self._write_lock.hold(urgent=urgent):
+                return await asyncio.to_thread(self._sync_write, work)
+        async with self.transaction(urgent=urgent) as session:
+            return await session.run_sync(lambda sync: work(sync.connection()))
+
+    def _sync_write(self, work: Callable[[Connection], T]) -> T:
+        if self._sync_engine is None:
+            # Same file, same pragmas and BEGIN IMMEDIATE; threads of the default executor share it.
+            engine = create_engine(
+                self.url.set(drivername="sqlite"), connect_args={"check_same_thread": False}
+            )
+            configure_sqlite(engine)
+            self._sync_engine = engine
+        with self._sync_engine.connect() as conn:
+            conn = conn.execution_options(**{_WRITE_OPTION: True})
+            with conn.begin():
+                return work(conn)
+
+    @asynccontextmanager
+    async def _transaction(self, *, write: bool) -> AsyncIterator[AsyncSession]:
         async with self.sessionmaker() as session, session.begin():
             await session.connection(execution_options={_WRITE_OPTION: write})
             yield session

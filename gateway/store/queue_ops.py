@@ -6,14 +6,27 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, case, exists, func, insert, literal_column, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.errors import NotFound, StoreError
-from gateway.store.base import CONFLICT_RETRIES, Repo, chunks
+from agent.errors import NotFound
+from gateway.store.base import Repo, chunks
 from gateway.store.columns import clean_json, clean_text, utcnow
 from gateway.store.convert import to_inbox, to_outbox
+from gateway.store.group_commit import InboxBatch, OutboxSentBatch
 from gateway.store.lease_ops import MAX_NAME, acquire_in
 from gateway.store.models import inbox, outbox
 from gateway.store.records import InboxRecord, OutboxKind, OutboxRecord
@@ -85,38 +98,26 @@ class QueueOps(Repo):
         payload: dict[str, Any],
         addressed: bool,
     ) -> tuple[int, bool]:
-        """Persist a received message; ``(id, created)``. The same platform message is stored once."""
-        same = and_(
-            inbox.c.platform == platform,
-            inbox.c.chat_id == chat_id,
-            inbox.c.platform_message_id == platform_message_id,
-        )
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                async with self._tx() as s:
-                    if platform_message_id is not None:
-                        existing = await s.scalar(select(inbox.c.id).where(same))
-                        if existing is not None:
-                            return int(existing), False
-                    new_id = await s.scalar(
-                        insert(inbox)
-                        .values(
-                            platform=platform,
-                            chat_id=chat_id,
-                            platform_message_id=platform_message_id,
-                            session_key=session_key,
-                            payload=clean_json(payload),
-                            addressed=addressed,
-                            status="pending",
-                            attempts=0,
-                            received_at=utcnow(),
-                        )
-                        .returning(inbox.c.id)
-                    )
-                    return int(new_id or 0), True
-            except IntegrityError:
-                continue  # the same message arrived twice at once: the next pass finds the first
-        raise StoreError(f"could not store inbound message {platform}:{chat_id}:{platform_message_id}")
+        """Persist a received message; ``(id, created)``. The same platform message is stored once.
+
+        Returns once the row is committed. Concurrent calls share one transaction (group
+        commit, :mod:`gateway.store.group_commit`).
+        """
+        values = {
+            "platform": platform,
+            "chat_id": chat_id,
+            "platform_message_id": platform_message_id,
+            "session_key": session_key,
+            "payload": clean_json(payload),
+            "addressed": addressed,
+            "status": "pending",
+            "attempts": 0,
+            "received_at": utcnow(),
+        }
+        batch: InboxBatch | None = getattr(self, "_inbox_batch", None)
+        if batch is None:
+            batch = self._inbox_batch = InboxBatch(self._db)
+        return await batch.put(values)
 
     async def inbox_claim(
         self, *, worker: str, lease_seconds: float, session_key: str | None = None, limit: int = 50
@@ -259,27 +260,50 @@ class QueueOps(Repo):
         inbox_ids: list[int],
         message_id: int | None,
         kind: OutboxKind = "reply",
+        answers: Sequence[tuple[int, int | None]] = (),
+        status: Literal["done", "failed"] = "done",
+        error: str | None = None,
     ) -> int:
+        """Queue a reply. ``answers`` (inbox id, message id) are the items it answers: they are
+        marked ``status`` in the same transaction (one commit per reply, and never a reply
+        queued without its items done, nor the reverse)."""
         now = utcnow()
-        async with self._tx() as s:
-            new_id = await s.scalar(
-                insert(outbox)
-                .values(
-                    session_id=session_id,
-                    target=clean_json(target),
-                    text=clean_text(text),
-                    status="pending",
-                    attempts=0,
-                    next_attempt_at=now,
-                    delivered_ids=[],
-                    created_at=now,
-                    message_id=message_id,
-                    inbox_ids=list(inbox_ids),
-                    kind=kind,
-                )
-                .returning(outbox.c.id)
+        add = (
+            insert(outbox)
+            .values(
+                session_id=session_id,
+                target=clean_json(target),
+                text=clean_text(text),
+                status="pending",
+                attempts=0,
+                next_attempt_at=now,
+                delivered_ids=[],
+                created_at=now,
+                message_id=message_id,
+                inbox_ids=list(inbox_ids),
+                kind=kind,
             )
-            return int(new_id or 0)
+            .returning(outbox.c.id)
+        )
+        done = (
+            update(inbox)
+            .where(inbox.c.id == bindparam("item_id"))
+            .values(
+                status=status,
+                processed_at=now,
+                lease_until=None,
+                error=None if error is None else clean_text(error),
+                message_id=func.coalesce(bindparam("mid"), inbox.c.message_id),
+            )
+        )
+
+        def write(conn: Connection) -> int:
+            if answers:
+                conn.execute(done, [{"item_id": i, "mid": m} for i, m in answers])
+            return int(conn.scalar(add) or 0)
+
+        # One worker-thread call on SQLite instead of a hop per statement (Database.write_at_once).
+        return await self._db.write_at_once(write)
 
     async def outbox_due(self, now: datetime, limit: int = 50) -> list[OutboxRecord]:
         """Pending replies whose next attempt is due, oldest first."""
@@ -357,13 +381,11 @@ class QueueOps(Repo):
                 raise NotFound(f"no outbox item {outbox_id}")
 
     async def outbox_mark_sent(self, outbox_id: int, platform_ids: list[str]) -> None:
-        await self._outbox_update(
-            outbox_id,
-            status="sent",
-            sent_at=utcnow(),
-            delivered_ids=[str(i) for i in platform_ids],
-            error=None,
-        )
+        """Record a sent reply; returns once committed (concurrent calls share a transaction)."""
+        batch: OutboxSentBatch | None = getattr(self, "_sent_batch", None)
+        if batch is None:
+            batch = self._sent_batch = OutboxSentBatch(self._db)
+        await batch.put({"row_id": outbox_id, "at": utcnow(), "ids": [str(i) for i in platform_ids]})
 
     async def outbox_mark_retry(self, outbox_id: int, *, next_attempt_at: datetime, error: str) -> None:
         await self._outbox_update(
