@@ -10,7 +10,6 @@ from __future__ import annotations
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
 from gateway.store.audit_ops import AuditOps
-from gateway.store.capture_ops import CaptureOps
 from gateway.store.cluster_ops import ClusterOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.dead_letter_ops import DeadLetterOps
@@ -35,7 +34,6 @@ from gateway.store.usage_ops import UsageOps
 class Store(
     SessionOps,
     MessageOps,
-    CaptureOps,
     CompactionOps,
     SearchOps,
     QueueOps,

@@ -11,12 +11,8 @@ import asyncio
 
 from sqlalchemy import event, select
 
-from agent.types import ChatMessage
-from gateway.inbound import user_message
 from gateway.store.models import inbox
-from gateway.store.repository import Store
 from tests.gateway.conftest import Rig, inbound, user_texts
-from tests.store.helpers import new_session
 
 GROUP = "test:group:chat-1"
 
@@ -68,33 +64,6 @@ async def test_an_addressed_message_among_ambient_ones_keeps_the_order(rig: Rig)
     texts = [m.text for m in active]
     assert texts.index("[Bob, 14:02 UTC] noon it is") > texts.index("[Ann, 14:02 UTC] @bot which one?")
     assert len(texts) == 5  # three ambient, the question, the answer
-
-
-async def test_capturing_a_batch_again_stores_nothing_twice(store: Store) -> None:
-    session_id = await new_session(store, GROUP)
-    ids = []
-    for i in range(3):
-        inbox_id, _ = await store.inbox_put(
-            platform="test",
-            chat_id="chat-1",
-            platform_message_id=f"p{i}",
-            session_key=GROUP,
-            payload={"text": f"t{i}"},
-            addressed=False,
-        )
-        ids.append(inbox_id)
-    batch: list[tuple[int, ChatMessage]] = []
-    for inbox_id in ids:
-        record = await store.inbox_get(inbox_id)
-        batch.append((inbox_id, user_message(record)))
-    # The same message twice in one batch (a redelivery claimed together) is one row too.
-    first = await store.capture_messages(session_id, [*batch, batch[1]])
-    again = await store.capture_messages(session_id, batch)
-    assert [m.id for m in again] == [m.id for m in first[:3]] and first[3].id == first[1].id
-    active = await store.load_active(session_id)
-    assert [m.id for m in active] == [m.id for m in first[:3]]
-    assert [m.seq for m in active] == [1, 2, 3]
-    assert [(await store.inbox_get(i)).status for i in ids] == ["done"] * 3
 
 
 async def test_ambient_message_then_its_edit_in_one_batch(rig: Rig) -> None:
