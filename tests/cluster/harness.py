@@ -196,7 +196,7 @@ async def cluster(
     base_url: str, tmp: Path, *, latency: float = 0.2, extra_env: dict[str, str] | None = None
 ) -> AsyncIterator[Cluster]:
     """Fakes up, a fresh schema migrated; every node killed and the schema dropped on the way out."""
-    tmp.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(tmp.mkdir, parents=True, exist_ok=True)
     schema = f"cluster_{uuid.uuid4().hex[:12]}"
     await _schema(base_url, "CREATE", schema)
     url = make_url(base_url).update_query_dict({"options": f"-csearch_path={schema}"})
