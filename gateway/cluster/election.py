@@ -157,17 +157,41 @@ class Election:
         state.leading, state.generation, state.expires_at = True, lease.generation, lease.expires_at
 
     async def _lead(self, slot: IntakeSlot) -> bool:
-        """Start the slot's intake; False (and logged) when the adapter could not start."""
+        """Start the slot's intake, renewing the lease while it starts (Discord waits for READY, a
+        few seconds per shard); False (and logged) when it could not start or the lease was lost."""
         adapter = slot.build()
+        starting = asyncio.create_task(adapter.start(self._handler), name=f"start {slot.lease}")
+        lost = False
         try:
-            await adapter.start(self._handler)
+            while not (await asyncio.wait({starting}, timeout=self._ttl / 3))[0]:
+                lease = await self._store.lease_acquire(
+                    slot.lease, self._state.worker_id, ttl_seconds=self._ttl, now=self._clock()
+                )
+                if lease is None:
+                    lost = True
+                    starting.cancel()
+                    break
+                self._note(slot, lease)
+            await starting
+        except asyncio.CancelledError:
+            await self._abandon(starting, adapter)
+            if lost:
+                _log.warning("intake election: lost %s while its intake was starting", slot.lease)
+                return False
+            raise  # this loop is being stopped
         except Exception:  # an intake that cannot start: hand the lease to a standby that might
             _log.exception("intake election: the %s intake did not start", slot.platform)
-            with contextlib.suppress(Exception):
-                await adapter.stop()
+            await self._abandon(starting, adapter)
             return False
         self._running[slot.lease] = adapter
         return True
+
+    @staticmethod
+    async def _abandon(starting: asyncio.Task[None], adapter: PlatformAdapter) -> None:
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await adapter.stop()
 
     async def _resign(self, slot: IntakeSlot, *, release: bool) -> None:
         state = self._state.slots[slot.lease]

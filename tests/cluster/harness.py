@@ -82,6 +82,8 @@ class Cluster:
     store: Store
     settings_env: dict[str, str]
     nodes: list[Node] = field(default_factory=list)
+    _seen: list[int] = field(default_factory=lambda: [0, 0])
+    _by_chat: dict[tuple[str, int | str], list[str]] = field(default_factory=dict)
 
     async def start_node(self, name: str, *args: str) -> Node:
         log = self.tmp / f"{name}.log"
@@ -130,9 +132,14 @@ class Cluster:
         return tg + dc
 
     def replies(self, chat: Chat) -> list[str]:
-        if chat.platform == "telegram":
-            return [m.plain_text for m in self.telegram.sent if m.chat_id == chat.chat_id]
-        return [m.content for m in self.discord.sent if m.channel_id == chat.chat_id]
+        """What the chat has received so far (indexed as it arrives: 60 users polling must not
+        rescan every sent message, or this process, which also runs the fakes, falls behind)."""
+        for message in self.telegram.sent[self._seen[0] :]:
+            self._by_chat.setdefault(("telegram", message.chat_id), []).append(message.plain_text)
+        for sent in self.discord.sent[self._seen[1] :]:
+            self._by_chat.setdefault(("discord", sent.channel_id), []).append(sent.content)
+        self._seen[:] = [len(self.telegram.sent), len(self.discord.sent)]
+        return self._by_chat.get((chat.platform, chat.chat_id), [])
 
     def say(self, chat: Chat, words: str) -> None:
         chat.sent.append(words)
@@ -149,7 +156,7 @@ class Cluster:
             while len(self.replies(chat)) <= k:
                 if time.monotonic() > deadline:
                     raise AssertionError(f"chat {chat.chat_id}: no answer to message {k} within {within} s")
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.05)
             answered()
 
     async def inbox_counts(self) -> tuple[int, int]:

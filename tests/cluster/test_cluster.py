@@ -38,7 +38,7 @@ pytestmark = [
 ]
 MARKER = re.compile(r"c\d{3} m\d{3}")
 INTAKE_LEASE_SECONDS = 9.0  # the default of cluster.intake_lease_seconds
-ROW_LEASE_SECONDS = 6.0  # HYGIEIA_CLUSTER__SESSION/OUTBOX_LEASE_SECONDS in the harness
+ROW_LEASE_SECONDS = 10.0  # HYGIEIA_CLUSTER__SESSION/OUTBOX_LEASE_SECONDS in the harness
 
 
 @dataclass
@@ -53,7 +53,7 @@ async def kill_mid_run(c: Cluster, leader: Node, worker: Node, killed: dict[str,
     """Hold the sends, let in-flight records commit, SIGKILL both, release, start a replacement."""
     c.telegram.gate.hold()
     c.discord.gate.hold()
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(2.0)  # sends answered before the hold get recorded in SQL meanwhile
     leader.kill()
     worker.kill()
     killed["at"] = time.monotonic()

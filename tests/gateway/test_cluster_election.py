@@ -14,6 +14,7 @@ from agent.errors import ConfigError
 from gateway.cluster.election import ClusterState, Election, IntakeSlot
 from gateway.cluster.metrics import MetricsServer, render
 from gateway.cluster.roles import check_role, intake_lease
+from gateway.platforms.base import InboundHandler, OutboundTarget, PlatformAdapter
 from gateway.store.repository import Store
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.conftest_telegram import make_adapter
@@ -125,3 +126,43 @@ async def test_each_process_can_serve_its_own_metrics() -> None:
     finally:
         server.stop()
     assert b'hygieia_node_info{node="host:1:abcd",role="worker"} 1.0' in body
+
+
+class SlowStart(PlatformAdapter):
+    """A platform whose intake takes longer than the lease to start (a Discord bot with many shards)."""
+
+    name = "slow"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.started = False
+
+    async def start(self, handler: InboundHandler) -> None:
+        await asyncio.sleep(self.seconds)
+        self.started = True
+
+    async def stop(self) -> None:
+        self.started = False
+
+    async def send(self, target: OutboundTarget, text: str) -> list[str]:
+        return []
+
+
+async def test_the_lease_is_kept_while_a_slow_intake_starts(store: Store) -> None:
+    slow = SlowStart(TTL * 2)
+    slot = IntakeSlot("intake:slow", "slow", lambda: slow)
+    first_state = ClusterState("all", "node-a", clustered=True)
+    second_state = ClusterState("all", "node-b", clustered=True)
+    first = Election(store, [slot], Inbox(), first_state, ttl_seconds=TTL)
+    second = Election(store, [IntakeSlot("intake:slow", "slow", lambda: SlowStart(0))], Inbox(), second_state,
+                      ttl_seconds=TTL)  # fmt: skip
+    starting = asyncio.create_task(first.start())
+    try:
+        await asyncio.sleep(0.2)
+        await second.start()
+        await starting
+        assert slow.started and first_state.leading() == ["intake:slow"]
+        assert second_state.leading() == [] and first_state.slots["intake:slow"].generation == 1
+    finally:
+        await second.stop()
+        await first.stop()
