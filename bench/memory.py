@@ -150,6 +150,7 @@ async def run(turns: int, window: int, every: int, trace: bool) -> dict[str, Any
                         rss, anon, mapped = rss_mb()
                         db = db_mb(tmp)
                         samples.append((turn, rss, anon, mapped, time.perf_counter() - started, db))
+                        print(f"turn {turn:,}: RSS {rss:.1f} MB, anonymous {anon:.1f} MB", flush=True)
                         if turn == WARMUP_TURNS:
                             counts = object_counts()
                         if trace and turn == WARMUP_TURNS:
