@@ -74,7 +74,7 @@ class SessionRow(Base):
     compaction_count: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     context_state: Mapped[dict[str, Any] | None] = mapped_column(Json)
     version: Mapped[int] = mapped_column(Integer)
-    # Bumped with every change to the active set (migration 0009): keys the in-memory views.
+    # Bumped with every change to the active set (migration 0008): keys the in-memory views.
     view_version: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
 
     __mapper_args__ = {"version_id_col": version}  # noqa: RUF012 (SQLAlchemy reads it once)

@@ -7,7 +7,7 @@ moved the session's ``view_version`` from exactly the cached version to the next
 the cached list; any other change drops it.
 
 Correct with several workers: every transaction that changes a session's active set bumps
-``sessions.view_version`` (migration 0009), and a cached view is only ever used under the
+``sessions.view_version`` (migration 0008), and a cached view is only ever used under the
 version it was read or written at. A change made elsewhere (another worker, an admin command
 in another process) leaves the database one version ahead of the cache, and the next read
 loads the view afresh.

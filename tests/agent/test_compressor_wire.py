@@ -85,12 +85,12 @@ async def test_the_summary_request_fits_a_summary_model_with_a_small_output_cap(
 
 
 async def test_a_summary_refused_for_its_input_plus_max_tokens_is_retried_smaller_than_it_was() -> None:
-    # The transcript (~40k tokens) is well under the room we computed for the summary model, and
+    # The transcript (~47k tokens) is under the room we computed for the summary model, and
     # under its real window (50k) too, but not with the 15k max_tokens beside it: the retry must
     # cut the transcript that was sent, not the larger room it never filled.
     session = AgentSession(id="sum", system_prompt="sys", model="claude-sonnet-4-6", context_window=200_000)
     async with FakeAnthropic(windows={"claude-haiku-4-5": 50_000}) as fake:
-        outcome = await _compact_through_the_fake(fake, session, random_transcript(5) * 3, "claude-haiku-4-5")
+        outcome = await _compact_through_the_fake(fake, session, random_transcript(6) * 3, "claude-haiku-4-5")
     assert outcome.status == "ok", outcome.reason
     first, second = [r for r in fake.message_requests if "<transcript>" in str(r["messages"])]
     assert fake.count_tokens(first) <= 50_000 < fake.count_tokens(first) + first["max_tokens"]

@@ -6,7 +6,7 @@ their content (an append, a compaction, its undo, an edit, an erase), also adds 
 ``sessions.view_version``; a cached view is used only while its version is the current one, so a
 change made by another worker (or an admin command in another process) is never missed.
 
-Revision ID: 0009_view_version
+Revision ID: 0008_view_version
 Revises: 0007_streams
 Create Date: 2026-11-30
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0009_view_version"
+revision: str = "0008_view_version"
 # 0008_cluster is being written on another branch; the integrator chains this after it.
 down_revision: str | Sequence[str] | None = "0007_streams"
 branch_labels: str | Sequence[str] | None = None
