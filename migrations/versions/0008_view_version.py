@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0008_view_version"
-# 0008_cluster is being written on another branch; the integrator chains this after it.
 down_revision: str | Sequence[str] | None = "0007_streams"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
