@@ -45,7 +45,7 @@ PREFIX = "interaction:"
 # Marks the message id of a command whose answer is only for the caller (ephemeral in a guild):
 # after a restart the adapter can tell, from the stored reply target alone, not to post it.
 PRIVATE = "private:"
-LOST_PRIVATE_ANSWER = "I was restarted before I could answer your command privately; please run it again."
+LOST_PRIVATE_ANSWER = "I could not answer your command privately this time; please run it again."
 TOKEN_LIFETIME = 15 * 60.0
 TOKEN_MARGIN = 30.0
 STRING_OPTION = 3
