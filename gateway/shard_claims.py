@@ -27,7 +27,7 @@ import re
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Collection
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -40,6 +40,8 @@ _log = logging.getLogger(__name__)
 
 SHARD_PREFIX = "discord-shard:"
 NODE_PREFIX = "discord-node:"
+# A dead node's presence row is deleted this long after it expired (each start adds one).
+PRESENCE_PRUNE_AFTER = timedelta(days=1)
 T = TypeVar("T")
 _SHARD_NAME = re.compile(r"^discord-shard:(\d+)/(\d+)$")
 
@@ -101,6 +103,8 @@ class ShardClaimer:
         """Claim a first share (so the node serves at once), then keep claiming in the background."""
         if self._task is not None:
             raise RuntimeError("ShardClaimer is already started")
+        with contextlib.suppress(Exception):  # housekeeping: every start leaves one presence row
+            await self._leases.lease_prune(NODE_PREFIX, utcnow() - PRESENCE_PRUNE_AFTER)
         await self._round_safely()
         self._task = asyncio.create_task(self._loop(), name="discord-shard-claims")
 

@@ -253,3 +253,15 @@ async def test_claims_stay_renewed_while_a_slow_shard_connects(store: Store) -> 
     assert took > 1.5 and held == {0} and live == [(0, 1)]
     assert claim is not None and (claim.owner, claim.generation) == ("slow", 1)
     assert claim.renewed_at > claim.acquired_at + timedelta(seconds=0.4)
+
+
+async def test_a_start_prunes_presence_rows_of_nodes_dead_for_a_day(store: Store) -> None:
+    # Every start leaves a discord-node: row; without pruning the table grows with each restart.
+    now = utcnow()
+    await store.lease_acquire("discord-node:gone", "gone", ttl_seconds=15, now=now - timedelta(days=2))
+    await store.lease_acquire("discord-node:recent", "recent", ttl_seconds=15, now=now - timedelta(hours=1))
+    async with FakeDiscord(rate_limit=LOGINS) as fake, cluster(fake, store, ["a"], shard_count=1) as [node]:
+        await node.claimer.start()
+        names = [lease.name for lease in await store.lease_list("discord-node:")]
+    assert "discord-node:gone" not in names
+    assert {"discord-node:recent", "discord-node:a"} <= set(names)
