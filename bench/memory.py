@@ -34,30 +34,18 @@ from rich.console import Console
 from rich.table import Table
 
 from gateway.config import Settings
-from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
+from gateway.platforms.base import InboundMessage
 from gateway.runner import Service
 from gateway.store import db as store_db
+from tests.turn_probe import NullAdapter as ProbeAdapter
 
 WARMUP_TURNS = 200
 
 
-class NullAdapter(PlatformAdapter):
-    """A platform that accepts every reply and keeps nothing."""
+class NullAdapter(ProbeAdapter):
+    """A platform that accepts every reply and keeps nothing (the probe's, under this bench's name)."""
 
     name = "bench"
-
-    def __init__(self) -> None:
-        self.sent = 0
-
-    async def start(self, handler: InboundHandler) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def send(self, target: OutboundTarget, text: str) -> list[str]:
-        self.sent += 1
-        return [str(self.sent)]
 
 
 def rss_mb() -> tuple[float, float, float]:
