@@ -93,20 +93,9 @@ class StoreError(HygieiaError):
     """The storage layer failed or was asked for something that does not exist."""
 
 
+class WriteConflict(StoreError):
+    """A write lost a race it did not lock against (a unique conflict); rolled back, safe to redo."""
+
+
 class NotFound(StoreError):
     """The requested session, message or compaction does not exist."""
-
-
-class AdapterError(HygieiaError):
-    """A platform adapter failed (send rejected, platform unreachable). ``permanent``: the
-    platform refused this for good, so trying again cannot help (see :class:`DeliveryRefused`)."""
-
-    permanent: bool = False
-
-
-class DeliveryRefused(AdapterError):
-    """The platform refused the send with a final 4xx (not 429): the chat is gone, the bot was
-    blocked or removed, the message is invalid. The outbox dead-letters it at once instead of
-    retrying with backoff."""
-
-    permanent = True

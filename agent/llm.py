@@ -29,7 +29,9 @@ from agent.errors import (
 )
 from agent.llm_stream import TextSink
 from agent.provider import LLMRequest, LLMResponse
+from agent.server_context import betas_for, parse_applied_edits, parse_iterations
 from agent.settings import LLMSettings
+from agent.tokens import model_info
 from agent.types import ContentBlock, Usage
 
 logger = logging.getLogger(__name__)
@@ -141,6 +143,27 @@ def map_error(exc: anthropic.AnthropicError) -> LLMError:
     return LLMError(f"Anthropic API: {exc}")
 
 
+def _usage(raw: Any, final: Any = None) -> Usage:
+    """Our :class:`Usage` from the SDK's; ``final`` (a stream's last ``message_delta`` usage)
+    wins for every figure it carries, the TTL split of the cache writes included."""
+
+    def figure(name: str) -> Any:
+        value = getattr(final, name, None) if final is not None else None
+        return value if value is not None else getattr(raw, name, None)
+
+    split = figure("cache_creation")  # a typed object on a message, a plain dict on a delta
+    hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+    if split is not None and not isinstance(split, dict):
+        hour = getattr(split, "ephemeral_1h_input_tokens", None)
+    return Usage(
+        input_tokens=int(figure("input_tokens") or 0),
+        output_tokens=int(figure("output_tokens") or 0),
+        cache_creation_input_tokens=int(figure("cache_creation_input_tokens") or 0),
+        cache_read_input_tokens=int(figure("cache_read_input_tokens") or 0),
+        cache_creation_1h_input_tokens=None if hour is None else int(hour),
+    )
+
+
 class AnthropicProvider:
     """:class:`agent.provider.LLMProvider` on the Anthropic Messages API."""
 
@@ -162,15 +185,37 @@ class AnthropicProvider:
             params["system"] = request.system
         if request.tools:
             params["tools"] = request.tools
+        betas = AnthropicProvider._betas(request)
+        if betas:
+            params["betas"] = list(betas)
+        if request.context_management is not None:
+            params["context_management"] = request.context_management
         return params
+
+    @staticmethod
+    def _betas(request: LLMRequest) -> tuple[str, ...]:
+        return betas_for(request.messages, request.betas)
 
     @staticmethod
     def _call_params(request: LLMRequest) -> dict[str, Any]:
         params = AnthropicProvider._params(request)
         params["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
+        if request.compaction is not None:
+            params["compaction"] = request.compaction
+        extra: dict[str, Any] = {}
+        if request.cache_control is not None:
+            # Automatic caching: one top-level marker, the API places (and moves) the breakpoint.
+            extra["cache_control"] = request.cache_control
+        if request.thinking is not None:
+            extra["thinking"] = request.thinking
+        if extra:
+            params["extra_body"] = extra
+        if request.temperature is not None and model_info(request.model).fixed_sampling:
+            # The 5.x models refuse any non-default sampling with a 400: leave it out.
+            logger.debug("temperature left out: %s takes only its default sampling", request.model)
+        elif request.temperature is not None:
             # SDK 2.x dropped the temperature argument; the API still reads it from the body.
-            params["extra_body"] = {"temperature": request.temperature}
+            params["extra_body"] = {**params.get("extra_body", {}), "temperature": request.temperature}
         return params
 
     @staticmethod
@@ -188,7 +233,12 @@ class AnthropicProvider:
     async def create(self, request: LLMRequest) -> LLMResponse:
         started = time.monotonic()
         try:
-            message = await self._client.messages.create(**self._call_params(request))
+            message: Any
+            if self._betas(request):
+                # Beta features (context editing, compaction) live on the beta endpoint's types.
+                message = await self._client.beta.messages.create(**self._call_params(request))
+            else:
+                message = await self._client.messages.create(**self._call_params(request))
         except anthropic.AnthropicError as exc:
             raise self._failed(request, exc) from exc
         return self._response(request, message, started)
@@ -200,11 +250,16 @@ class AnthropicProvider:
         errors as a failed call; the SDK does not retry it, the caller's retry policy applies.
         """
         started = time.monotonic()
+        final_usage: Any = None
+        messages: Any = self._client.beta.messages if self._betas(request) else self._client.messages
         try:
-            async with self._client.messages.stream(**self._call_params(request)) as events:
+            async with messages.stream(**self._call_params(request)) as events:
                 async for event in events:
                     if event.type == "content_block_delta" and event.delta.type == "text_delta":
                         on_text(event.delta.text)
+                    elif event.type == "message_delta":
+                        # The final, cumulative usage: message_start's figures are provisional.
+                        final_usage = event.usage
                 message = await events.get_final_message()
         except anthropic.AnthropicError as exc:
             raise self._failed(request, exc) from exc
@@ -212,20 +267,17 @@ class AnthropicProvider:
             error = ProviderUnreachable(f"the Anthropic API stream broke off: {exc!r}")
             logger.warning("anthropic stream failed: model=%s: %s", request.model, error)
             raise error from exc
-        return self._response(request, message, started)
+        return self._response(request, message, started, final_usage)
 
     @staticmethod
-    def _response(request: LLMRequest, message: anthropic.types.Message, started: float) -> LLMResponse:
+    def _response(request: LLMRequest, message: Any, started: float, final: Any = None) -> LLMResponse:
+        """The response of a Messages API call (``Message``, or the beta endpoint's ``BetaMessage``);
+        ``final`` is a stream's last ``message_delta`` usage."""
         content: list[ContentBlock] = [
             block.to_dict(mode="json", exclude_none=True) for block in message.content
         ]
         raw = message.usage
-        usage = Usage(
-            input_tokens=raw.input_tokens,
-            output_tokens=raw.output_tokens,
-            cache_creation_input_tokens=raw.cache_creation_input_tokens or 0,
-            cache_read_input_tokens=raw.cache_read_input_tokens or 0,
-        )
+        usage = _usage(raw, final)
         logger.info(
             "anthropic call: model=%s purpose=%s stop=%s in=%d cache_w=%d cache_r=%d out=%d ms=%d",
             message.model,
@@ -237,24 +289,36 @@ class AnthropicProvider:
             usage.output_tokens,
             int((time.monotonic() - started) * 1000),
         )
+        managed = getattr(message, "context_management", None)
+        applied = parse_applied_edits(managed.to_dict(mode="json") if managed is not None else None)
+        steps = getattr(raw, "iterations", None)
+        iterations = parse_iterations([step.to_dict(mode="json") for step in steps] if steps else None)
+        if applied:
+            logger.info(
+                "anthropic context edits: %s",
+                ", ".join(f"{e.type} cleared {e.cleared_input_tokens} tokens" for e in applied),
+            )
         return LLMResponse(
             content=content,
             stop_reason=message.stop_reason or "end_turn",
             usage=usage,
             model=message.model,
+            applied_edits=applied,
+            iterations=iterations,
         )
 
     async def count_tokens(self, request: LLMRequest) -> int | None:
         """Exact prompt tokens from the count_tokens endpoint; ``None`` where it does not exist."""
         try:
-            counted = await self._client.messages.count_tokens(**self._params(request))
+            counter: Any = self._client.beta.messages if self._betas(request) else self._client.messages
+            counted = await counter.count_tokens(**self._params(request))
         except anthropic.NotFoundError:
             # A proxy or compatible server without the endpoint: the caller falls back to estimates.
             logger.info("anthropic count_tokens: endpoint not found (%s)", request.model)
             return None
         except anthropic.AnthropicError as exc:
             raise map_error(exc) from exc
-        return counted.input_tokens
+        return int(counted.input_tokens)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -13,36 +13,38 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import replace
 
+from agent.clock import Clock, utcnow
 from agent.compaction import WhenSlow, compact, learn_api_limit, with_api_limit
 from agent.context_engine import ContextEngine
+from agent.engines.strategies.server_compaction import store_absorbed
 from agent.errors import ContextOverflow, LLMError
 from agent.llm_stream import StreamingProvider, TurnListener
 from agent.loop_request import (
     build_request,
     estimate_request_tokens,
+    note_turn_calls,
+    note_turn_start,
     reply_budget,
+    turn_start_id,
     turn_ttl,
     with_reply_room,
 )
+from agent.loop_turn import SUMMARIZED_THINKING, Turn, TurnResult, between_tools_note, tool_uses
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
-from agent.settings import LLMSettings, PromptCachingSettings
+from agent.server_context import CLEAR_TOOL_USES, is_compaction_block
+from agent.settings import LLMSettings, ModelSpec, PromptCachingSettings
 from agent.storage import ConversationStore
 from agent.tokens import cost_usd, model_info, prompt_size
 from agent.tools import ToolContext, ToolOutput, ToolRegistry, cap_output, default_registry, tool_result_block
-from agent.tools.base import utcnow
 from agent.types import (
     AgentSession,
     ChatMessage,
-    CompactionRecord,
     ContentBlock,
     ContextState,
     Trigger,
-    Usage,
     UsageRecord,
 )
 
@@ -55,74 +57,6 @@ MAX_TOKENS_RESULT = (
     "not run: your reply hit the output limit (max_tokens) before this tool call was complete; "
     "call it again with a shorter input"
 )
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """What one turn did. ``final_text`` is the last assistant text ("" when there was none)."""
-
-    final_text: str
-    messages: list[ChatMessage]
-    usages: list[Usage]
-    compactions: list[CompactionRecord]
-    stopped: str
-    iterations: int
-
-    @property
-    def last_usage(self) -> Usage | None:
-        return self.usages[-1] if self.usages else None
-
-
-@dataclass(slots=True)
-class _Turn:
-    """The mutable state of one running turn."""
-
-    session: AgentSession
-    view: list[ChatMessage]
-    state: ContextState
-    memory_scope: str
-    ttl: str | None
-    # The tool definitions, fixed for the turn: byte-identical in every request (cache prefix).
-    tools: list[dict[str, Any]]
-    when_slow: WhenSlow | None = None
-    produced: list[ChatMessage] = field(default_factory=list)
-    usages: list[Usage] = field(default_factory=list)
-    compactions: list[CompactionRecord] = field(default_factory=list)
-    # tool_use blocks stored without their results yet, and the results gathered so far.
-    open_uses: list[ContentBlock] = field(default_factory=list)
-    results: list[ContentBlock] = field(default_factory=list)
-    just_compacted: bool = False
-    iterations: int = 0
-    listener: TurnListener | None = None
-
-    def record(self, stored: ChatMessage, *, produced: bool) -> None:
-        self.view.append(stored)
-        if produced:
-            self.produced.append(stored)
-
-    def result(self, stopped: str) -> TurnResult:
-        return TurnResult(
-            final_text=_final_text(self.produced),
-            messages=list(self.produced),
-            usages=list(self.usages),
-            compactions=list(self.compactions),
-            stopped=stopped,
-            iterations=self.iterations,
-        )
-
-
-def _final_text(messages: Sequence[ChatMessage]) -> str:
-    for message in reversed(messages):
-        if message.role != "assistant":
-            continue
-        text = "\n".join(str(b.get("text", "")) for b in message.content if b.get("type") == "text").strip()
-        if text:
-            return text
-    return ""
-
-
-def _tool_uses(content: Sequence[ContentBlock]) -> list[ContentBlock]:
-    return [b for b in content if b.get("type") == "tool_use"]
 
 
 class AgentLoop:
@@ -138,7 +72,8 @@ class AgentLoop:
         caching: PromptCachingSettings | None = None,
         tools: ToolRegistry | None = None,
         prices: dict[str, tuple[float, float]] | None = None,
-        clock: Callable[[], datetime] = utcnow,
+        models: Mapping[str, ModelSpec] | None = None,
+        clock: Clock = utcnow,
     ) -> None:
         self._provider = provider
         self._store = store
@@ -147,6 +82,7 @@ class AgentLoop:
         self._caching = caching or PromptCachingSettings()
         self.tools = tools if tools is not None else default_registry()
         self._prices = prices
+        self._models = models
         self._clock = clock
 
     async def run_turn(
@@ -173,28 +109,37 @@ class AgentLoop:
         if state is None:
             state = await self._store.load_context_state(session.id)
         session = with_api_limit(session, state)
-        ttl = turn_ttl(self._caching.cache_ttl, view) if self._caching.enabled else None
+        note_turn_start(state, self._clock())
+        info = model_info(session.model, prices=self._prices, overrides=self._models)
+        ttl = turn_ttl(self._caching.cache_ttl, view, state, info) if self._caching.enabled else None
         scope = memory_scope or session.key or session.id
-        turn = _Turn(session, view, state, scope, ttl, self.tools.definitions(), when_slow, listener=listener)
+        turn = Turn(session, view, state, scope, ttl, self.tools.definitions(), when_slow, listener=listener)
         try:
             if message is not None:
                 await self._append(turn, message, produced=False)
+            turn.start_id = turn_start_id(turn.view)
             stopped = await self._iterate(turn)
+            note_turn_calls(turn.state, len(turn.usages))
+            await self._store.save_context_state(session.id, turn.state)
         except BaseException as exc:
             if turn.open_uses:
                 await self._close_round(turn, exc)
             raise
+        self._engine.on_turn_complete(turn.session, turn.state, turn.view)
         return turn.result(stopped)
 
-    async def _iterate(self, turn: _Turn) -> str:
+    async def _iterate(self, turn: Turn) -> str:
         for iteration in range(1, self._llm.max_tool_iterations + 1):
             turn.iterations = iteration
             if not turn.just_compacted:
                 await self._preflight(turn)
             turn.just_compacted = False
             response = await self._call(turn)
-            content = [b for b in response.content if not (b.get("type") == "text" and not b.get("text"))]
-            uses = _tool_uses(content)
+            content = response.content
+            if content and is_compaction_block(content[0]):
+                content = await self._absorb_compaction(turn, response)
+            content = [b for b in content if not (b.get("type") == "text" and not b.get("text"))]
+            uses = tool_uses(content)
             if content:
                 # open_uses is set first: if the append is interrupted it still finishes, and
                 # the uses it stored must get their results.
@@ -221,7 +166,7 @@ class AgentLoop:
 
     # -- compression at quiescent points ------------------------------------------------------
 
-    async def _preflight(self, turn: _Turn) -> None:
+    async def _preflight(self, turn: Turn) -> None:
         estimate = estimate_request_tokens(turn.session, turn.view, turn.tools, turn.state)
         near = math.ceil(estimate * EXACT_COUNT_MARGIN)
         if self._llm.exact_token_counting and self._engine.should_compress(
@@ -235,7 +180,7 @@ class AgentLoop:
         if self._engine.should_compress(turn.session, turn.state, estimate, trigger="in_loop"):
             await self._compact(turn, "in_loop", estimate)
 
-    async def _exact_tokens(self, turn: _Turn) -> int | None:
+    async def _exact_tokens(self, turn: Turn) -> int | None:
         request, _ = build_request(
             turn.session, turn.view, turn.tools, max_tokens=self._llm.max_output_tokens, cache_ttl=None
         )
@@ -249,7 +194,7 @@ class AgentLoop:
             )
             return None
 
-    async def _after_round(self, turn: _Turn) -> None:
+    async def _after_round(self, turn: Turn) -> None:
         """After a complete tool round: the last call's REAL size (never a sum over calls)."""
         if not turn.usages:
             return
@@ -257,7 +202,7 @@ class AgentLoop:
         if self._engine.should_compress(turn.session, turn.state, real, trigger="in_loop"):
             await self._compact(turn, "in_loop", real)
 
-    async def _compact(self, turn: _Turn, trigger: Trigger, prompt_tokens: int | None) -> None:
+    async def _compact(self, turn: Turn, trigger: Trigger, prompt_tokens: int | None) -> None:
         _log.info(
             "compacting: trigger=%s tokens_before=%s",
             trigger,
@@ -278,24 +223,48 @@ class AgentLoop:
         turn.state = await self._store.load_context_state(turn.session.id)
         turn.just_compacted = True
         if result.record is not None:
-            turn.compactions.append(result.record)
+            turn.compactions.extend(result.records)
 
     # -- the call ------------------------------------------------------------------------------
 
-    def _request(self, turn: _Turn) -> LLMRequest:
-        wanted = min(self._llm.max_output_tokens, model_info(turn.session.model).max_output)
+    def _request(self, turn: Turn) -> LLMRequest:
+        info = model_info(turn.session.model, prices=self._prices, overrides=self._models)
+        wanted = min(self._llm.max_output_tokens, info.max_output)
         # The window holds the reply too: ask for no more than the room the input leaves.
         estimate = estimate_request_tokens(turn.session, turn.view, turn.tools, turn.state)
-        request, turn.view = build_request(
+        # The engine may send a projection of the view; what is stored never changes here.
+        chosen = self._engine.select_context(turn.session, turn.state, turn.view)
+        projected = len(chosen) != len(turn.view) or any(
+            a is not b for a, b in zip(chosen, turn.view, strict=True)
+        )
+        request, sent = build_request(
             turn.session,
-            turn.view,
+            chosen,
             turn.tools,
             max_tokens=reply_budget(turn.session, estimate, wanted),
             cache_ttl=turn.ttl,
+            automatic_cache=self._caching.mode == "automatic",
+            min_cache_prefix=info.min_cacheable,
         )
-        return request
+        if info.summarize_thinking:
+            # Text between tool calls comes back as thinking, empty unless summarized.
+            request = replace(request, thinking=SUMMARIZED_THINKING)
+        if not projected:
+            turn.view = sent
+        return self._engine.shape_request(turn.session, turn.state, request)
 
-    async def _call(self, turn: _Turn) -> LLMResponse:
+    async def _absorb_compaction(self, turn: Turn, response: LLMResponse) -> list[ContentBlock]:
+        """A reply that opens with the API's compaction block (threshold kind): stored like our
+        summaries, the view reloaded; returns the rest of the reply."""
+        record, rest = await store_absorbed(
+            self._store, turn.session, turn.view, turn.state, response, clock=self._clock
+        )
+        if record is not None:
+            turn.view = await self._store.load_active(turn.session.id)
+            turn.compactions.append(record)
+        return rest
+
+    async def _call(self, turn: Turn) -> LLMResponse:
         request = self._request(turn)
         try:
             response = await self._create(turn, request)
@@ -304,11 +273,12 @@ class AgentLoop:
         await self._account(turn, response)
         return response
 
-    async def _overflowed(self, turn: _Turn, request: LLMRequest, exc: ContextOverflow) -> LLMResponse:
+    async def _overflowed(self, turn: Turn, request: LLMRequest, exc: ContextOverflow) -> LLMResponse:
         """The API refused the request's size: learn its real limit; when only the reply's share
         did not fit, ask for a shorter reply; else compact and retry once (a second overflow
         propagates)."""
         learn_api_limit(turn.state, exc.limit_tokens)
+        turn.state.token_scale_model = turn.session.model
         turn.session = with_api_limit(turn.session, turn.state)
         await self._store.save_context_state(turn.session.id, turn.state)
         shorter = with_reply_room(request, exc)
@@ -333,26 +303,35 @@ class AgentLoop:
         await self._compact(turn, "reactive", exc.prompt_tokens)
         return await self._create(turn, self._request(turn))
 
-    async def _create(self, turn: _Turn, request: LLMRequest) -> LLMResponse:
+    async def _create(self, turn: Turn, request: LLMRequest) -> LLMResponse:
         """One call: streamed to the turn's listener when there is one and the provider can."""
         listener = turn.listener
         if listener is None or not isinstance(self._provider, StreamingProvider):
             return await self._provider.create(request)
         listener.call_started()
-        return await self._provider.stream(request, listener.text)
+        response = await self._provider.stream(request, listener.text)
+        note = between_tools_note(response.content)
+        if note:
+            listener.text(note)
+        return response
 
-    async def _account(self, turn: _Turn, response: LLMResponse) -> None:
+    async def _account(self, turn: Turn, response: LLMResponse) -> None:
         """Record the call's usage and cost, and let the engine learn the real prompt size."""
         usage = response.usage
         turn.usages.append(usage)
         size = prompt_size(turn.session.system_prompt, turn.view, turn.tools)
-        self._engine.on_usage(turn.session, turn.state, usage, size)
-        turn.state.last_prompt_tokens = usage.context_tokens
+        # The estimates are of the whole view, the API counted it after its edits: learn from the whole.
+        cleared = sum(e.cleared_input_tokens for e in response.applied_edits if e.type == CLEAR_TOOL_USES)
+        whole = replace(usage, input_tokens=usage.input_tokens + cleared) if cleared else usage
+        self._engine.on_usage(turn.session, turn.state, whole, size)
+        runs = self._engine.on_response(turn.session, turn.state, response)
+        turn.state.last_prompt_tokens = whole.context_tokens
         turn.state.last_prompt_estimate = size.messages
+        turn.state.token_scale_model = turn.session.model
         turn.state.last_prompt_at = self._clock()
         model = response.model or turn.session.model
         cost = (
-            cost_usd(model, usage, prices=self._prices, cache_ttl=turn.ttl or "5m")
+            cost_usd(model, usage, prices=self._prices, cache_ttl=turn.ttl or "5m", overrides=self._models)
             if response.billed
             else 0.0
         )
@@ -360,11 +339,25 @@ class AgentLoop:
             model=model, purpose="chat", usage=usage, cost_usd=cost, estimated=response.estimated_usage
         )
         await self._store.record_usage(turn.session.id, record)
+        for run in runs:
+            await self._store.record_strategy_run(turn.session.id, run)
+        compacting = response.compaction_usage
+        if compacting is not None:
+            # A compaction inside the call is billed in usage.iterations, apart from the reply.
+            summary_cost = (
+                cost_usd(model, compacting, prices=self._prices, cache_ttl=turn.ttl or "5m")
+                if response.billed
+                else 0.0
+            )
+            await self._store.record_usage(
+                turn.session.id,
+                UsageRecord(model=model, purpose="summary", usage=compacting, cost_usd=summary_cost),
+            )
         await self._store.save_context_state(turn.session.id, turn.state)
 
     # -- tools ----------------------------------------------------------------------------------
 
-    async def _run_tools(self, turn: _Turn, uses: list[ContentBlock], *, not_run: str | None) -> None:
+    async def _run_tools(self, turn: Turn, uses: list[ContentBlock], *, not_run: str | None) -> None:
         turn.results = []
         for use in uses:
             if not_run is not None:
@@ -375,12 +368,17 @@ class AgentLoop:
         await self._append(turn, ChatMessage(role="user", content=list(turn.results)))
         turn.open_uses, turn.results = [], []
 
-    async def _run_tool(self, turn: _Turn, use: ContentBlock) -> ToolOutput:
+    async def _run_tool(self, turn: Turn, use: ContentBlock) -> ToolOutput:
         name = str(use.get("name", ""))
         if turn.listener is not None:
             turn.listener.tool_started(name)
         ctx = ToolContext(
-            turn.session, self._store, turn.memory_scope, self._clock, tool_use_id=str(use["id"])
+            turn.session,
+            self._store,
+            turn.memory_scope,
+            self._clock,
+            tool_use_id=str(use["id"]),
+            turn_start_id=turn.start_id,
         )
         try:
             output = await self.tools.dispatch(ctx, name, use.get("input", {}))
@@ -392,7 +390,7 @@ class AgentLoop:
             )
         return cap_output(name, output, self._llm.tool_output_cap_chars)
 
-    async def _close_round(self, turn: _Turn, exc: BaseException) -> None:
+    async def _close_round(self, turn: Turn, exc: BaseException) -> None:
         """Store a result for every stored tool_use still unanswered, so the transcript stays valid."""
         if isinstance(exc, asyncio.CancelledError):
             reason = CANCELLED_RESULT
@@ -412,7 +410,7 @@ class AgentLoop:
         with contextlib.suppress(asyncio.CancelledError):
             await self._append(turn, ChatMessage(role="user", content=results))
 
-    async def _append(self, turn: _Turn, message: ChatMessage, *, produced: bool = True) -> ChatMessage:
+    async def _append(self, turn: Turn, message: ChatMessage, *, produced: bool = True) -> ChatMessage:
         """Store ``message`` and add it to the view. A cancellation waits for the write to finish
         (so we know what is stored) and is re-raised afterwards."""
         task = asyncio.ensure_future(self._store.append_message(turn.session.id, message))

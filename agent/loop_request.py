@@ -6,16 +6,34 @@ cached prefix (tools -> system -> messages) stays byte-identical across turns.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from agent.errors import ContextOverflow, InvalidRequest
-from agent.prompt_caching import apply_cache_control, choose_ttl
+from agent.prompt_caching import (
+    CALLS_PER_TURN_KEY,
+    KEPT_GAPS,
+    MIN_GAPS,
+    TURN_GAPS_KEY,
+    apply_cache_control,
+    cache_marker,
+    cheapest_ttl,
+    choose_ttl,
+)
 from agent.provider import LLMRequest
-from agent.tokens import estimate_prompt_tokens
+from agent.tokens import (
+    ModelInfo,
+    estimate_message_tokens,
+    estimate_prompt_tokens,
+    model_info,
+    overhead_tokens,
+)
+from agent.tools.citable import plain_search_results
 from agent.transcript import repair_tool_pairs, validate_wire
 from agent.types import AgentSession, ChatMessage, ContentBlock, ContextState, text_block
 
@@ -37,14 +55,62 @@ def estimate_request_tokens(
     return estimate_prompt_tokens(session.system_prompt, view, state, tools=tools)
 
 
-def turn_ttl(setting: str, view: Sequence[ChatMessage]) -> str:
-    """The cache TTL for this turn ("auto" looks at how far apart the user's messages are)."""
+def turn_start_id(view: Sequence[ChatMessage]) -> int | None:
+    """Id of the first of the user messages the view ends with (the question of the turn about to run)."""
+    start: int | None = None
+    for m in reversed(view):
+        if m.role != "user" or m.kind != "message" or m.tool_result_ids():
+            break
+        if m.id is not None:
+            start = m.id
+    return start
+
+
+def turn_ttl(
+    setting: str,
+    view: Sequence[ChatMessage],
+    state: ContextState | None = None,
+    info: ModelInfo | None = None,
+) -> str | None:
+    """The cache TTL for this turn (None: no caching). "auto" prices the TTLs over the gaps
+    between this session's recent turns (:func:`agent.prompt_caching.cheapest_ttl`) once a few
+    are known; before that it looks at how far apart the user's messages are."""
+    gaps = state.extra.get(TURN_GAPS_KEY) if state is not None else None
+    if setting == "auto" and info is not None and isinstance(gaps, list) and len(gaps) >= MIN_GAPS:
+        assert state is not None
+        calls = float(state.extra.get(CALLS_PER_TURN_KEY, 1.0))
+        price = info.input_price or 1.0
+        return cheapest_ttl(
+            [float(g) for g in gaps],
+            calls,
+            read=info.read_price() / price,
+            write_5m=info.write_price("5m") / price,
+            write_1h=info.write_price("1h") / price,
+        )
     times = [
         m.created_at
         for m in view
         if m.role == "user" and m.created_at is not None and m.kind == "message" and not m.tool_result_ids()
     ]
     return choose_ttl(setting, times)
+
+
+def note_turn_start(state: ContextState, now: datetime) -> None:
+    """Remember how long the session was quiet before this turn (what "auto" prices TTLs on)."""
+    if state.last_prompt_at is None:
+        return
+    gaps = state.extra.get(TURN_GAPS_KEY)
+    kept = [float(g) for g in gaps] if isinstance(gaps, list) else []
+    kept.append(max(0.0, (now - state.last_prompt_at).total_seconds()))
+    state.extra[TURN_GAPS_KEY] = kept[-KEPT_GAPS:]
+
+
+def note_turn_calls(state: ContextState, calls: int) -> None:
+    """Smooth the session's model calls per turn (tool rounds make caching pay even on a miss)."""
+    known = state.extra.get(CALLS_PER_TURN_KEY)
+    state.extra[CALLS_PER_TURN_KEY] = (
+        calls if not isinstance(known, int | float) else known + 0.3 * (calls - known)
+    )
 
 
 def build_request(
@@ -54,18 +120,42 @@ def build_request(
     *,
     max_tokens: int,
     cache_ttl: str | None,
+    automatic_cache: bool = False,
+    min_cache_prefix: int = 0,
 ) -> tuple[LLMRequest, list[ChatMessage]]:
     """The request for ``view``, checked with the API's rules; returns it with the view it was
-    built from (repaired, loudly, in the should-never-happen case that the view was invalid)."""
+    built from (repaired, loudly, in the should-never-happen case that the view was invalid).
+
+    ``cache_ttl`` None: no caching; else our breakpoints (none below ``min_cache_prefix``
+    tokens), or with ``automatic_cache`` the API's own top-level marker."""
     for attempt in range(2):
         system = system_blocks(session)
         messages = [m.to_wire() for m in view]
-        if cache_ttl is not None:
-            system, messages = apply_cache_control(system, messages, ttl=cache_ttl)
+        if not model_info(session.model).search_results:
+            messages = plain_search_results(messages)
+        top: dict[str, str] | None = None
+        if cache_ttl is not None and automatic_cache:
+            top = cache_marker(cache_ttl)
+        elif cache_ttl is not None:
+            fixed = overhead_tokens(session.system_prompt, tools)
+            prefix = list(itertools.accumulate((estimate_message_tokens(m) for m in view), initial=fixed))[1:]
+            system, messages = apply_cache_control(
+                system,
+                messages,
+                ttl=cache_ttl,
+                prefix_tokens=prefix,
+                system_tokens=fixed,
+                min_prefix=min_cache_prefix,
+            )
         problems = validate_wire(messages, system, tools)
         if not problems:
             request = LLMRequest(
-                model=session.model, messages=messages, max_tokens=max_tokens, system=system, tools=tools
+                model=session.model,
+                messages=messages,
+                max_tokens=max_tokens,
+                system=system,
+                tools=tools,
+                cache_control=top,
             )
             return request, view
         if attempt == 0:

@@ -92,6 +92,7 @@ def summary_instructions(
     previous_summary: str | None = None,
     focus: str | None = None,
     recent_requests: Sequence[str] = (),
+    keep: Sequence[str] = (),
 ) -> str:
     """The user-turn text of a summary request (the update variant when a previous summary exists).
 
@@ -124,6 +125,9 @@ def summary_instructions(
             "The conversation goes on from these latest user messages (oldest first); keep in detail "
             f"what they need:\n{quoted}"
         )
+    if keep:
+        kept = "\n".join(f"<must_keep>\n{escape_tags(k)}\n</must_keep>" for k in keep)
+        parts.append(f"The deployment requires the summary to keep the following, in substance:\n{kept}")
     parts.append("Sections:\n" + _SECTION_GUIDE)
     parts.append(_RULES.format(budget=budget_tokens))
     return "\n\n".join(parts)
@@ -306,7 +310,7 @@ def _attr(value: str) -> str:
 
 
 # A tool output reaches the summarizer as its head and its tail (where a command's result and
-# exit status are), RESULT_CHARS in all: the archived range is summarized unpruned (issue 10), and
+# exit status are), RESULT_CHARS in all: the archived range is summarized unpruned, and
 # this keeps its outputs about as short as a pruned line while showing what they said.
 RESULT_CHARS = 400
 

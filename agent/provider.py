@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from agent.server_context import AppliedEdit, CompactionParam, ContextManagement, Iteration
 from agent.types import ContentBlock, Usage
 
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]
+StopReason = Literal[
+    "end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal", "compaction"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +24,15 @@ class LLMRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     temperature: float | None = None
     purpose: Literal["chat", "summary"] = "chat"
+    cache_control: dict[str, str] | None = None
+    """A top-level marker: the API's automatic caching (instead of markers on blocks)."""
+    thinking: dict[str, str] | None = None
+    """The ``thinking`` parameter (adaptive only: the 5.x models refuse a manual budget)."""
+    # Server-side context management (docs/server-side-context.md): the edits, an on-demand
+    # compaction, and the beta headers they need.
+    context_management: ContextManagement | None = None
+    compaction: CompactionParam | None = None
+    betas: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +46,23 @@ class LLMResponse:
     estimated_usage: bool = False
     billed: bool = True
     """False for a provider that costs nothing (the offline one): its calls are stored at $0."""
+    applied_edits: tuple[AppliedEdit, ...] = ()
+    """The context edits the API applied to this request (``context_management.applied_edits``)."""
+    iterations: tuple[Iteration, ...] = ()
+    """``usage.iterations``: a server-side compaction's own call is here, not in ``usage``."""
+
+    @property
+    def compaction_usage(self) -> Usage | None:
+        """What the server-side compaction steps of this call consumed (None: none ran)."""
+        steps = [i.usage for i in self.iterations if i.kind == "compaction"]
+        if not steps:
+            return None
+        return Usage(
+            input_tokens=sum(u.input_tokens for u in steps),
+            output_tokens=sum(u.output_tokens for u in steps),
+            cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in steps),
+            cache_read_input_tokens=sum(u.cache_read_input_tokens for u in steps),
+        )
 
 
 class LLMProvider(Protocol):

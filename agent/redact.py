@@ -53,9 +53,21 @@ _SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 # Shapes with no literal, each gated by a cheap pattern that every match contains and that
 # starts with a literal character (the regex engine then jumps from one ':' or '.' to the next).
 _GATED: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
-    (  # Telegram bot tokens
-        re.compile(r"(?<!\d)\d{5,12}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    (  # Telegram bot tokens (bot ids grow: room up to 16 digits)
+        re.compile(r"(?<!\d)\d{5,16}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
         re.compile(r":[A-Za-z0-9_-]{35}"),
+    ),
+    (  # ... and URL-encoded, as in a webhook URL passed as a query parameter
+        re.compile(r"(?<!\d)\d{5,16}%3[Aa][A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+        re.compile(r"%3[Aa][A-Za-z0-9_-]{35}"),
+    ),
+    (  # A bare AWS secret access key: exactly 40 base64 characters mixing upper, lower and digits
+        # (a hex digest has no upper or no lower case letter, a longer base64 run is not bounded).
+        re.compile(
+            r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+            r"(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+        ),
+        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
     ),
     (  # Discord bot tokens (three base64url parts)
         re.compile(r"\b[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}\b"),
@@ -78,7 +90,8 @@ _KEY_VALUE = re.compile(
 )
 _AUTH_HEADER = re.compile(r"(?i)\b(bearer|basic|authorization:[ \t]*token)([ \t]+)[A-Za-z0-9._~+/=-]{8,}")
 _API_KEY_HEADER = re.compile(r"(?i)\b(x-api-key|api-key|x-auth-token)([\"']?[ \t]*:[ \t]*)[^\s,;\"']+")
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+(@)")
+# The password runs to the authority's last ``@`` (a password may hold one; a host never does).
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^\s/]+(@)")
 
 
 def _keep_key(match: re.Match[str]) -> str:

@@ -13,11 +13,13 @@ from agent.types import (
     CompactionPlan,
     CompactionRecord,
     ContextState,
+    EngineFailure,
     MemoryEntry,
     RecallPage,
     SearchFilters,
     SearchHit,
     SearchSort,
+    StrategyRun,
     UsageRecord,
 )
 
@@ -73,6 +75,15 @@ class ConversationStore(Protocol):
 
     async def record_usage(self, session_id: str, record: UsageRecord) -> None:
         """Store one API call's token usage and cost."""
+        ...
+
+    async def record_engine_failure(self, session_id: str | None, failure: EngineFailure) -> None:
+        """Keep one fail-open event (counted by ``/metrics``)."""
+        ...
+
+    async def record_strategy_run(self, session_id: str, run: StrategyRun) -> None:
+        """Keep one run of a strategy that made no compaction row (counted by ``/metrics`` and
+        ``/context`` with the compactions)."""
         ...
 
     async def load_context_state(self, session_id: str) -> ContextState:

@@ -14,14 +14,18 @@ later pasted document several times over and compact at a fraction of the real s
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from agent.images import media_tokens
+from agent.settings import ModelSpec
 from agent.types import ChatMessage, ContentBlock, ContextState, Usage
+
+_log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4.0
 IMAGE_TOKENS = 1600
@@ -48,42 +52,113 @@ _ASCII_BYTES = bytes(range(128))
 
 
 @dataclass(frozen=True, slots=True)
+class LongPromptPrices:
+    """Prices (USD/MTok) that apply to a whole request whose prompt is over ``threshold`` tokens."""
+
+    threshold: int
+    input_price: float
+    output_price: float
+    cache_write_5m_price: float
+    cache_write_1h_price: float
+    cache_read_price: float
+
+
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
-    """What we know of a model: window, output cap, minimum cacheable prefix, prices (USD/MTok)."""
+    """What we know of a model: window, output cap, minimum cacheable prefix, prices (USD/MTok).
+
+    Cache prices left ``None`` follow the API's usual multipliers of the input price (writes
+    1.25x for 5 minutes, 2x for an hour; reads 0.1x). ``known`` is False for a model the table
+    does not name (conservative defaults or only a family match); ``fixed_sampling`` marks a
+    model that refuses non-default temperature/top_p/top_k and manual extended thinking.
+    """
 
     context_window: int
     max_output: int
     min_cacheable: int
     input_price: float
     output_price: float
+    cache_write_5m_price: float | None = None
+    cache_write_1h_price: float | None = None
+    cache_read_price: float | None = None
+    long_prompt: LongPromptPrices | None = None
+    fixed_sampling: bool = False
+    summarize_thinking: bool = False
+    """The model returns its text between tool calls as thinking, empty unless asked to summarize."""
+    known: bool = True
+    budget_set: bool = False
+    budget_tokens: int | None = None
+    """A per-model context budget from ``models:`` when ``budget_set`` (None there: the whole window)."""
+
+    def write_price(self, ttl: str) -> float:
+        if ttl == "1h":
+            return self.cache_write_1h_price or self.input_price * CACHE_WRITE_MULTIPLIER["1h"]
+        return self.cache_write_5m_price or self.input_price * CACHE_WRITE_MULTIPLIER["5m"]
+
+    def read_price(self) -> float:
+        if self.cache_read_price is not None:
+            return self.cache_read_price
+        return self.input_price * CACHE_READ_MULTIPLIER
+
+    search_results: bool = True
+    """Takes ``search_result`` blocks (cited search hits) in tool results."""
 
 
-# Keys match by substring, longest wins ("claude-opus-4-5" beats "claude-opus-4" beats "opus").
-# Sonnet 4.x offers a 1M-token window in beta; the default stays 200k unless overridden.
-# Prices of models newer than this table are not guessed: set them with `model_prices`.
+_M = 1_000_000
+_K128 = 128_000
+# Checked against the Claude API docs (model overview pages and the pricing page, 2026-12-01);
+# docs/models-and-cost.md lists the sources and the figures we could not confirm there.
+# Keys match by substring, longest wins ("claude-opus-5-5" beats "claude-opus-5" beats "opus").
 MODELS: dict[str, ModelInfo] = {
-    "claude-opus-4-8": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
-    "claude-opus-4-7": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
-    "claude-opus-4-6": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
+    # current lineup
+    "claude-opus-5-5": ModelInfo(
+        _M, _K128, 512, 4.0, 20.0, 5.0, 8.0, 0.20, fixed_sampling=True, summarize_thinking=True
+    ),
+    "claude-sonnet-5-5": ModelInfo(
+        _M, _K128, 512, 2.0, 10.0, 2.50, 4.0, 0.10, fixed_sampling=True, summarize_thinking=True
+    ),
+    "claude-haiku-5-5": ModelInfo(
+        _M,
+        _K128,
+        1024,
+        0.10,
+        0.50,
+        0.125,
+        0.20,
+        0.01,
+        long_prompt=LongPromptPrices(100_000, 0.50, 2.50, 0.625, 1.00, 0.05),
+        fixed_sampling=True,
+    ),
+    # legacy, still served
+    "claude-opus-5": ModelInfo(_M, _K128, 512, 5.0, 25.0, 6.25, 10.0, 0.50, fixed_sampling=True),
+    "claude-sonnet-5": ModelInfo(_M, _K128, 1024, 2.0, 10.0, 2.50, 4.0, 0.20, fixed_sampling=True),
+    "claude-opus-4-8": ModelInfo(_M, _K128, 1024, 5.0, 25.0, 6.25, 10.0, 0.50),
+    "claude-opus-4-7": ModelInfo(_M, _K128, 2048, 5.0, 25.0, 6.25, 10.0, 0.50),
+    "claude-opus-4-6": ModelInfo(_M, _K128, 4096, 5.0, 25.0, 6.25, 10.0, 0.50),
+    "claude-sonnet-4-6": ModelInfo(_M, _K128, 2048, 3.0, 15.0, 3.75, 6.0, 0.30),
     "claude-opus-4-5": ModelInfo(200_000, 64_000, 4096, 5.0, 25.0),
     "claude-opus-4-1": ModelInfo(200_000, 32_000, 1024, 15.0, 75.0),
     "claude-opus-4": ModelInfo(200_000, 32_000, 1024, 15.0, 75.0),
-    "claude-sonnet-4-6": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
     "claude-sonnet-4-5": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
     "claude-sonnet-4": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
     "claude-haiku-4-5": ModelInfo(200_000, 64_000, 4096, 1.0, 5.0),
     "claude-3-7-sonnet": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
     "claude-3-5-sonnet": ModelInfo(200_000, 8_192, 1024, 3.0, 15.0),
     "claude-3-5-haiku": ModelInfo(200_000, 8_192, 2048, 0.8, 4.0),
-    "claude-3-opus": ModelInfo(200_000, 4_096, 1024, 15.0, 75.0),
-    "claude-3-haiku": ModelInfo(200_000, 4_096, 2048, 0.25, 1.25),
-    "opus": ModelInfo(200_000, 32_000, 4096, 15.0, 75.0),
-    "sonnet": ModelInfo(200_000, 64_000, 1024, 3.0, 15.0),
-    "haiku": ModelInfo(200_000, 8_192, 4096, 1.0, 5.0),
+    "claude-3-opus": ModelInfo(200_000, 4_096, 1024, 15.0, 75.0, search_results=False),
+    "claude-3-haiku": ModelInfo(200_000, 4_096, 2048, 0.25, 1.25, search_results=False),
+    # A family name only (a newer model, a proxy's alias): the family's current prices, but a
+    # 200k window until the API says otherwise (prompt-too-long teaches the real limit).
+    "opus": ModelInfo(200_000, 64_000, 4096, 4.0, 20.0, known=False),
+    "sonnet": ModelInfo(200_000, 64_000, 4096, 2.0, 10.0, known=False),
+    "haiku": ModelInfo(200_000, 64_000, 4096, 1.0, 5.0, known=False),
 }
-# Unknown models: a 200k window, a modest output cap, and the largest minimum prefix so we
-# never count on a cache hit that cannot happen; Sonnet-class prices.
-DEFAULT_MODEL_INFO = ModelInfo(200_000, 4_096, 4096, 3.0, 15.0)
+# Unknown models: a 200k window, a modest output cap, the largest minimum prefix so we never
+# count on a cache hit that cannot happen, Opus-class prices so a cost is never understated, and
+# search hits as plain text.
+DEFAULT_MODEL_INFO = ModelInfo(200_000, 8_192, 4096, 5.0, 25.0, known=False, search_results=False)
+
+_warned: set[str] = set()
 
 
 def _longest_match(model: str, keys: Sequence[str]) -> str | None:
@@ -92,25 +167,67 @@ def _longest_match(model: str, keys: Sequence[str]) -> str | None:
     return max(matches, key=len) if matches else None
 
 
+def _apply_spec(info: ModelInfo, spec: ModelSpec) -> ModelInfo:
+    given = spec.model_fields_set
+    changes: dict[str, Any] = {"known": True}
+    for name, field_name in (
+        ("context_window", "context_window"),
+        ("max_output", "max_output"),
+        ("min_cache_prefix", "min_cacheable"),
+        ("input_price", "input_price"),
+        ("output_price", "output_price"),
+        ("cache_write_5m_price", "cache_write_5m_price"),
+        ("cache_write_1h_price", "cache_write_1h_price"),
+        ("cache_read_price", "cache_read_price"),
+    ):
+        value = getattr(spec, name)
+        if name in given and value is not None:
+            changes[field_name] = value
+    if "budget_tokens" in given:
+        changes["budget_set"] = True
+        changes["budget_tokens"] = spec.budget_tokens
+    if {"input_price", "output_price"} & given:
+        changes["long_prompt"] = None  # a deployer's own prices replace the published tiers
+    return replace(info, **changes)
+
+
 def model_info(
     model: str,
     *,
     context_window_override: int | None = None,
     prices: dict[str, tuple[float, float]] | None = None,
+    overrides: Mapping[str, ModelSpec] | None = None,
 ) -> ModelInfo:
     """The table entry for ``model`` (substring match, longest key wins), with overrides applied.
 
-    ``prices`` maps model substrings to (input, output) USD per million tokens.
+    ``overrides`` are the ``models:`` section (keys are model-name substrings, longest wins);
+    ``prices`` maps model substrings to (input, output) USD per million tokens (the older
+    ``model_prices`` setting). A model neither names is logged once as unknown.
     """
     key = _longest_match(model, list(MODELS))
     info = MODELS[key] if key is not None else DEFAULT_MODEL_INFO
+    if overrides:
+        spec_key = _longest_match(model, list(overrides))
+        if spec_key is not None:
+            info = _apply_spec(info, overrides[spec_key])
     if prices:
         price_key = _longest_match(model, list(prices))
         if price_key is not None:
             input_price, output_price = prices[price_key]
-            info = replace(info, input_price=input_price, output_price=output_price)
+            info = replace(info, input_price=input_price, output_price=output_price, long_prompt=None)
     if context_window_override is not None:
         info = replace(info, context_window=context_window_override)
+    if not info.known and model not in _warned:
+        _warned.add(model)
+        _log.warning(
+            "model %s is not in the model table: assuming a %d-token window, %d output tokens and "
+            "$%.2f/$%.2f per MTok until the API or a models: entry says otherwise",
+            model,
+            info.context_window,
+            info.max_output,
+            info.input_price,
+            info.output_price,
+        )
     return info
 
 
@@ -120,16 +237,36 @@ def cost_usd(
     *,
     prices: dict[str, tuple[float, float]] | None = None,
     cache_ttl: Literal["5m", "1h"] | str = "5m",
+    overrides: Mapping[str, ModelSpec] | None = None,
+    info: ModelInfo | None = None,
 ) -> float:
-    """USD cost of one call: cache writes at 1.25x (5m) or 2x (1h) the input price, reads at 0.1x."""
-    info = model_info(model, prices=prices)
-    write = CACHE_WRITE_MULTIPLIER.get(cache_ttl, CACHE_WRITE_MULTIPLIER["5m"])
-    input_cost = info.input_price * (
-        usage.input_tokens
-        + usage.cache_creation_input_tokens * write
-        + usage.cache_read_input_tokens * CACHE_READ_MULTIPLIER
+    """USD cost of one call, each part at its own rate: uncached input, 5-minute and 1-hour
+    cache writes, cache reads, output. A usage that does not say how its writes split by TTL
+    (``cache_creation_1h_input_tokens`` None) is priced at ``cache_ttl``; a prompt over a model's
+    long-prompt threshold is priced at that tier (all of the request, output included)."""
+    info = info or model_info(model, prices=prices, overrides=overrides)
+    long = info.long_prompt
+    if long is not None and usage.context_tokens > long.threshold:
+        info = replace(
+            info,
+            input_price=long.input_price,
+            output_price=long.output_price,
+            cache_write_5m_price=long.cache_write_5m_price,
+            cache_write_1h_price=long.cache_write_1h_price,
+            cache_read_price=long.cache_read_price,
+        )
+    hour = usage.cache_creation_1h_input_tokens
+    if hour is None:
+        hour = usage.cache_creation_input_tokens if cache_ttl == "1h" else 0
+    minutes = max(0, usage.cache_creation_input_tokens - hour)
+    dollars = (
+        info.input_price * usage.input_tokens
+        + info.write_price("5m") * minutes
+        + info.write_price("1h") * hour
+        + info.read_price() * usage.cache_read_input_tokens
+        + info.output_price * usage.output_tokens
     )
-    return (input_cost + info.output_price * usage.output_tokens) / 1_000_000
+    return dollars / 1_000_000
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -159,8 +296,16 @@ def _block_parts(block: ContentBlock) -> tuple[str, int]:
             parts = [_block_parts(b) for b in inner if isinstance(b, dict)]
             return "\n".join(text for text, _ in parts), sum(images for _, images in parts)
         return str(inner), 0
+    if kind == "search_result":
+        inner = block.get("content", [])
+        texts = (
+            [str(b.get("text", "")) for b in inner if isinstance(b, dict)] if isinstance(inner, list) else []
+        )
+        return "\n".join([str(block.get("title", "")), str(block.get("source", "")), *texts]), 0
     if kind in ("thinking", "redacted_thinking"):
-        return str(block.get("thinking", block.get("data", ""))), 0
+        # The API drops earlier turns' thinking from the prompt; the current turn's is counted
+        # by the real usage of each call, which the estimate grows from.
+        return "", 0
     # tool_use and anything unknown: as the JSON the API will see.
     return json.dumps(block, ensure_ascii=False, default=str), 0
 
@@ -247,6 +392,31 @@ def prompt_tokens_from_rough(
     if last is not None and last_rough is not None and rough >= last_rough:
         return last + math.ceil((rough - last_rough) * scale)
     return overhead_tokens(system_prompt, tools) + math.ceil(rough * scale)
+
+
+def bind_model(state: ContextState, model: str, *, learned: Sequence[str] = ()) -> bool:
+    """Make ``state``'s calibration ``model``'s: what was learned on another model (its scale,
+    its last real prompt size, and the ``learned`` keys of ``state.extra``) is dropped.
+    True when something was dropped."""
+    if state.token_scale_model == model:
+        return False
+    if state.token_scale_model is None:
+        # Learned before the model was recorded: a session's model is frozen when it starts, so it
+        # was this one. Dropping it would skip the next hygiene check of every stored session.
+        state.token_scale_model = model
+        return False
+    had = state.token_scale is not None or state.last_prompt_tokens is not None
+    had = had or any(key in state.extra for key in learned)
+    if not had:
+        return False  # nothing learned yet: the caller records the model when it learns
+    state.token_scale_model = model
+    state.token_scale = None
+    state.last_prompt_tokens = None
+    state.last_prompt_estimate = None
+    for key in learned:
+        state.extra.pop(key, None)
+    _log.info("token calibration restarts for model %s (it was learned on another model)", model)
+    return True
 
 
 def calibrate(state: ContextState, size: PromptSize, real_tokens: int) -> None:

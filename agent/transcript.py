@@ -85,7 +85,8 @@ def validate_wire(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
             f"Found {breakpoints}."
         )
-    if turns and turns[0][0] != "user":
+    if turns and turns[0][0] != "user" and not _opens_with_compaction(messages[0]):
+        # A compaction block may open the conversation in an assistant message of its own.
         problems.append("messages: the first message must use the user role")
     seen_ids: set[str] = set()
     for t_index, (role, uses, results) in enumerate(turns):
@@ -114,6 +115,16 @@ def validate_wire(
                     "in the previous message."
                 )
     return problems
+
+
+def _opens_with_compaction(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and isinstance(content[0], dict)
+        and (content[0].get("type") == "compaction")
+    )
 
 
 def validate_messages(messages: Sequence[ChatMessage]) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -94,8 +95,14 @@ def content_text(content: list[ContentBlock]) -> str:
                 parts.append(content_text(inner))
             else:
                 parts.append(str(inner))
+        elif kind == "search_result":
+            inner = block.get("content", [])
+            body = content_text(inner) if isinstance(inner, list) else str(inner)
+            parts.append(f"{block.get('title', '')}: {body}")
         elif kind in ("image", "document"):
             parts.append(f"[{kind}]")
+        elif kind == "compaction":  # the API's server-side summary
+            parts.append(str(block.get("content") or ""))
     return "\n".join(p for p in parts if p)
 
 
@@ -109,6 +116,18 @@ class AgentSession:
     context_window: int
     key: str = ""
     platform: str = ""
+    budget_tokens: int | None = None
+    """The context budget (None: the whole window); thresholds apply to :attr:`budget_window`."""
+
+    @property
+    def budget_window(self) -> int:
+        """The room compaction thresholds are fractions of: min(window, budget)."""
+        if self.budget_tokens is None:
+            return self.context_window
+        return min(self.context_window, self.budget_tokens)
+
+    summary_model: str | None = None
+    """This conversation's summary model, when it has its own (else the engine's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +138,8 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int | None = None
+    """The part of the cache writes made with the 1-hour TTL; None when the API did not say."""
 
     @property
     def context_tokens(self) -> int:
@@ -167,6 +188,8 @@ class CompactionPlan:
     focus: str | None = None
     # Chosen when planning, so the summary can point at exactly the rows this compaction archives.
     compaction_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    strategy: str = "summary"
+    """Which strategy produced the plan (``prune``, ``snip``, ``summary``, ``sliding``, ...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +212,45 @@ class CompactionRecord:
     focus: str | None
     created_at: datetime
     restored_at: datetime | None = None
+    strategy: str = "summary"
+
+    @property
+    def tokens_freed(self) -> int:
+        return max(0, self.tokens_before - self.tokens_after)
+
+
+EngineFailureKind = Literal["raised", "timeout", "invalid"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFailure:
+    """A context engine that raised, timed out or planned something the validator refused; the
+    built-in compressor served that call instead."""
+
+    engine: str
+    operation: str
+    kind: EngineFailureKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyRun:
+    """A strategy that freed tokens without a compaction row: the API's tool-result clearing
+    changes the request, not the store, so each call it cleared is kept as one of these."""
+
+    strategy: str
+    tokens_freed: int
+    detail: dict[str, int] = field(default_factory=dict)
+
+
+def strategy_summary(records: Sequence[CompactionRecord]) -> list[tuple[str, int, int]]:
+    """(strategy, runs, tokens freed) over ``records``, in the order each strategy first ran."""
+    runs: dict[str, list[int]] = {}
+    for record in records:
+        entry = runs.setdefault(record.strategy, [0, 0])
+        entry[0] += 1
+        entry[1] += record.tokens_freed
+    return [(name, n, freed) for name, (n, freed) in runs.items()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +264,8 @@ class SearchFilters:
     since: datetime | None = None
     until: datetime | None = None
     state: SearchState = "all"
+    before_id: int | None = None
+    """Only messages with a smaller id (a search from inside a turn leaves the turn's own out)."""
 
 
 HIT_START = "\ue000"
@@ -259,6 +323,9 @@ class ContextState:
     last_prompt_estimate: int | None = None
     # Real message tokens per rough estimated token, learned from API usage (agent.tokens.calibrate).
     token_scale: float | None = None
+    # The model the scale, the last real count and the API-reported limit were learned on:
+    # tokenizers differ (5.x counts ~30% more than 4.x), so they never carry to another model.
+    token_scale_model: str | None = None
     cooldown_until: datetime | None = None
     consecutive_failures: int = 0
     ineffective_strikes: int = 0

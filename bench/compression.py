@@ -18,9 +18,9 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from agent.compressor import TARGET_FRACTION, ContextCompressor
-from agent.compressor_boundaries import choose_boundaries
-from agent.compressor_prune import prune_messages
+from agent.engines.compressor.boundaries import choose_boundaries
+from agent.engines.compressor.engine import TARGET_FRACTION, ContextCompressor
+from agent.engines.compressor.prune import prune_messages
 from agent.extractive import extractive_summary
 from agent.offline import OfflineProvider
 from agent.settings import CompressionSettings

@@ -35,7 +35,7 @@ from _transcripts import to_openai, transcript
 from rich.console import Console
 from rich.table import Table
 
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.provider import LLMRequest, LLMResponse
 from agent.settings import CompressionSettings
 from agent.types import AgentSession, ChatMessage, ContextState, Usage, text_block

@@ -25,7 +25,7 @@ import _root  # noqa: F401  (first: puts tests/fakes on the path)
 from rich.console import Console
 from rich.table import Table
 
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.llm import AnthropicProvider
 from agent.loop import AgentLoop
 from agent.loop_request import estimate_request_tokens

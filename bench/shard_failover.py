@@ -32,9 +32,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from gateway.cluster.shard_claims import ShardClaimer
 from gateway.config import DiscordSettings
-from gateway.platforms.discord import DiscordAdapter
-from gateway.shard_claims import ShardClaimer
+from gateway.platforms.discord_bot.adapter import DiscordAdapter
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store

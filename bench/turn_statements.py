@@ -24,13 +24,13 @@ from _report import Report
 from rich.console import Console
 from rich.table import Table
 
-from tests.turn_probe import TurnSample, probe, scratch_url
+from tests.turn_probe import QUIET_LEASES, TurnSample, probe, scratch_url
 
 ACTIVE = 1000
 
 
 async def measure(url: str, data_dir: Path, turns: int, show_log: bool) -> list[TurnSample]:
-    async with probe(url, data_dir) as p:
+    async with probe(url, data_dir, cluster=QUIET_LEASES) as p:
         await p.fill(ACTIVE)
         await p.turn()  # the first turn of a process warms caches; it is not the steady state
         p.counter.keep_log = show_log

@@ -22,6 +22,14 @@ from gateway.config import SECRET_FIELDS, Settings
 
 # Standard LogRecord attributes; anything else on a record is a structured field.
 _RESERVED = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+_MAX_FIELD_DEPTH = 20
+PAYLOAD_LOGGERS = {
+    **dict.fromkeys(("telegram", "discord", "anthropic", "httpx", "httpcore"), logging.INFO),
+    **dict.fromkeys(("aiohttp", "websockets", "apscheduler", "uvicorn", "fastapi"), logging.INFO),
+    # SQL logs statements with their parameters at INFO already.
+    **dict.fromkeys(("aiosqlite", "sqlalchemy", "psycopg", "asyncpg"), logging.WARNING),
+}
+"""Libraries that log payloads (message text) below a level, and that level: held there at any level."""
 
 
 def redact_text(text: str) -> str:
@@ -49,9 +57,24 @@ class RedactingFilter(logging.Filter):
         if record.exc_text:
             record.exc_text = self.redact(record.exc_text)
         for name, value in list(vars(record).items()):
-            if name not in _RESERVED and isinstance(value, str):
-                setattr(record, name, self.redact(value))
+            if name not in _RESERVED:
+                setattr(record, name, self._field(value))
         return True
+
+    def _field(self, value: object, depth: int = 0) -> object:
+        """A structured field with every string in it redacted, however deep (keys too); an object
+        of another type is logged as its redacted text, since a formatter would print it anyway."""
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if depth >= _MAX_FIELD_DEPTH:
+            return MASK
+        if isinstance(value, dict):
+            return {str(self._field(k, depth + 1)): self._field(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple | set | frozenset):
+            return [self._field(item, depth + 1) for item in value]
+        return self.redact(str(value))
 
 
 class JsonFormatter(logging.Formatter):
@@ -147,6 +170,12 @@ def configure_logging(
     if settings.log_level != "DEBUG":
         for name in ("httpx", "httpcore", "anthropic", "telegram", "apscheduler", "aiosqlite", "sqlalchemy"):
             logging.getLogger(name).setLevel(logging.WARNING)
+    # Even then, never below INFO (SQL: WARNING) for these: at DEBUG they log whole requests, updates and SQL
+    # parameters, so every message's text, where no erasure can reach it. Ours log ids and sizes.
+    for name, floor in PAYLOAD_LOGGERS.items():
+        library = logging.getLogger(name)
+        if library.getEffectiveLevel() < floor:
+            library.setLevel(floor)
 
 
 def _text_handler(stream: Any) -> logging.Handler:

@@ -205,6 +205,14 @@ class _Planner:
             last = self.max_parts is not None and len(parts) == self.max_parts - 1
             note = self.note(self.n) if last else ""
             b, tail = self.cut(a, head, room - self.measure(note))
+            spare = room - self.units(a, b)
+            if b < self.n and not self.text[a:b].strip() and spare >= self.budget // 2:
+                # Only whitespace before a line that must start a part (a long fence run): it
+                # leads that part instead, so that no message shows nothing but its marker.
+                if self.rest_fits(b, spare):
+                    parts.append(_Part(a, self.n, head, ""))
+                    break
+                b, tail = self.cut(b, head, spare - self.measure(note))
             if last:
                 parts.append(_Part(a, b, head, tail, self.note(b)))
                 break

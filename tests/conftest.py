@@ -50,6 +50,14 @@ async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         await _postgres_schema("DROP", schema)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The multi-process cluster tests run one at a time on one xdist worker (``--dist
+    loadgroup``): each starts several ``hygieia run`` processes and measures failover bounds."""
+    for item in items:
+        if item.get_closest_marker("cluster") is not None:
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+
+
 _SQLITE_TEMPLATE: dict[str, Path] = {}
 
 
@@ -83,3 +91,14 @@ async def database(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Asy
 async def store(database: Database) -> Store:
     """A :class:`Store` over a fresh, migrated database."""
     return Store(database)
+
+
+@pytest.fixture
+async def second(database: Database, db_url: str) -> AsyncIterator[Store]:
+    """Another worker's store: its own engine and pool on the same (migrated) database."""
+    db = Database(db_url)
+    await db.connect()
+    try:
+        yield Store(db)
+    finally:
+        await db.dispose()

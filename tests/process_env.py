@@ -41,7 +41,11 @@ async def hygieia_run(env: dict[str, str], cwd: Path) -> AsyncIterator[asyncio.s
 
 
 async def sigterm_and_wait(proc: asyncio.subprocess.Process, timeout: float = 30) -> str:  # noqa: ASYNC109
-    """Stop the child as an operator would; returns its stderr."""
+    """Stop the child as an operator would; returns its stderr. A child that already died fails the
+    test with the end of what it printed, not with a bare ProcessLookupError."""
+    if proc.returncode is not None:
+        _, early = await asyncio.wait_for(proc.communicate(), timeout)
+        raise AssertionError(f"hygieia run exited early ({proc.returncode}):\n{early.decode()[-4000:]}")
     proc.send_signal(signal.SIGTERM)
     _, stderr = await asyncio.wait_for(proc.communicate(), timeout)
     return stderr.decode()

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -36,9 +36,15 @@ from gateway import runner
 from gateway.config import Settings
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
 from gateway.runner import Service
+from gateway.store.db import Database
 from gateway.store.records import SessionInfo
 
 KEY = "probe:dm:c1"
+QUIET_LEASES = {"session_lease_seconds": 600, "outbox_lease_seconds": 600, "notify": False}
+"""Cluster settings for counting a turn's statements. Lease renewals (one statement every third of
+a lease while a turn or a delivery round runs) cost per second, not per turn, so long leases keep
+them out of the count; and without wake-ups the worker is started by the intake itself, so its
+statements are the probed turn's (woken by a NOTIFY it ran outside it, and the count read 0)."""
 IN_TURN: ContextVar[bool] = ContextVar("in_probe_turn", default=False)
 
 
@@ -60,9 +66,10 @@ class StatementCounter:
     log: list[str] = field(default_factory=list)
     keep_log: bool = False
 
-    def attach(self, engine: AsyncEngine) -> None:
-        event.listen(engine.sync_engine, "before_cursor_execute", self._statement)
-        event.listen(engine.sync_engine, "begin", self._begin)
+    def attach(self, db: Database) -> None:
+        """On every engine of ``db``: the async one and the worker-thread one whole transactions use."""
+        db.listen("before_cursor_execute", self._statement)
+        db.listen("begin", self._begin)
 
     def _bucket(self) -> Tally:
         return self.turn if IN_TURN.get() else self.other
@@ -228,7 +235,7 @@ async def probe(
     service = await Service.build(config, [adapter], provider=provider)
     # Before start: attached while a task is inside a listener (SQLite's BEGIN awaits the
     # driver), the engine's listener list would change under that task's iteration.
-    counter.attach(service.store.db.engine)
+    counter.attach(service.store.db)
     if archived:
         await bulk_archive(service.store.db.engine, (await open_session(service)).id, archived)
     await service.start()

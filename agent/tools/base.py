@@ -10,18 +10,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
+from agent.clock import Clock, utcnow
 from agent.storage import ConversationStore
 from agent.types import AgentSession, ContentBlock
 
 JSONObject = dict[str, Any]
-
-
-def utcnow() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +27,10 @@ class ToolContext:
     session: AgentSession
     store: ConversationStore
     memory_scope: str
-    clock: Callable[[], datetime] = utcnow
+    clock: Clock = utcnow
     tool_use_id: str = ""
+    turn_start_id: int | None = None
+    """Id of the first message of the running turn (its question): what a search leaves out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +54,10 @@ class ToolOutput:
     resume_points: tuple[ResumePoint, ...] = field(default_factory=tuple)
     media: tuple[ContentBlock, ...] = ()
     """Image or document blocks returned with the text (``recall`` of an archived picture)."""
+    cited: tuple[ContentBlock, ...] = ()
+    """``search_result`` blocks, one per resume point: the item of ``text`` that starts there.
+    Sent in place of those items; the text before the first and after ``cited_end`` stays text."""
+    cited_end: int = 0
 
     @classmethod
     def error(cls, text: str) -> ToolOutput:
@@ -95,6 +97,6 @@ class FunctionTool(Tool):
         return ToolOutput(text=result) if isinstance(result, str) else result
 
 
-def snapshot_line(clock: Callable[[], datetime]) -> str:
+def snapshot_line(clock: Clock) -> str:
     """First line of point-in-time outputs, so the model does not treat them as live."""
     return f"snapshot at {clock().astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC, will not update"

@@ -46,7 +46,23 @@ def cap_output(tool_name: str, output: ToolOutput, cap: int) -> ToolOutput:
             break
         reserve = len(notice) + 1
     # A notice longer than the cap itself (a huge input echoed back) is still better than no pointer.
-    return ToolOutput(text=text[:shown] + notice, is_error=output.is_error, media=output.media)
+    cited = _cited_within(output, shown)
+    return ToolOutput(
+        text=text[:shown] + notice,
+        is_error=output.is_error,
+        media=output.media,
+        resume_points=output.resume_points[: len(cited)],
+        cited=cited,
+        cited_end=shown if cited else 0,
+    )
+
+
+def _cited_within(output: ToolOutput, shown: int) -> tuple[ContentBlock, ...]:
+    """The cited items whose text lies wholly in the first ``shown`` chars."""
+    if not output.cited or len(output.cited) != len(output.resume_points):
+        return ()
+    ends = [p.at for p in output.resume_points[1:]] + [output.cited_end]
+    return tuple(block for block, end in zip(output.cited, ends, strict=True) if end <= shown)
 
 
 def tool_result_block(tool_use_id: str, output: ToolOutput) -> ContentBlock:
@@ -56,7 +72,15 @@ def tool_result_block(tool_use_id: str, output: ToolOutput) -> ContentBlock:
         "tool_use_id": tool_use_id,
         "content": output.text or "(no output)",
     }
-    if output.media:  # a result may carry images and documents next to its text
+    if output.cited and output.resume_points:
+        # Hits as search_result blocks (citable), the lines around them as text; a model that does
+        # not take search results gets them back as text when the request is built.
+        head = output.text[: output.resume_points[0].at].strip()
+        tail = output.text[output.cited_end :].strip()
+        before = [{"type": "text", "text": head}] if head else []
+        after = [{"type": "text", "text": tail}] if tail else []
+        block["content"] = [*before, *output.cited, *after, *output.media]
+    elif output.media:  # a result may carry images and documents next to its text
         block["content"] = [{"type": "text", "text": output.text or "(no output)"}, *output.media]
     if output.is_error:
         block["is_error"] = True

@@ -6,6 +6,7 @@ from datetime import UTC
 
 from agent.errors import ToolError
 from agent.tools.base import JSONObject, ResumePoint, Tool, ToolContext, ToolOutput, snapshot_line
+from agent.tools.citable import message_source, search_result
 from agent.types import ChatMessage
 
 DEFAULT_LIMIT = 10
@@ -79,6 +80,11 @@ class RecallTool(Tool):
             block = f"{_header(message)}\n{message.text}"
             lines.append(block)
             length += len(block) + 1
+        end = length
+        cited = tuple(
+            search_result(message_source(ctx.session.id, m.id), _header(m).removeprefix("--- "), m.text)
+            for m in page.messages
+        )
         if page.next_offset is None:
             lines.append("next_offset: none (end)")
         else:
@@ -88,4 +94,10 @@ class RecallTool(Tool):
             lines.append(
                 f"({len(media) - MAX_MEDIA} more images/documents on this page: recall them one by one)"
             )
-        return ToolOutput("\n".join(lines), resume_points=tuple(points), media=tuple(media[:MAX_MEDIA]))
+        return ToolOutput(
+            "\n".join(lines),
+            resume_points=tuple(points),
+            media=tuple(media[:MAX_MEDIA]),
+            cited=cited,
+            cited_end=end,
+        )

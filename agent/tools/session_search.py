@@ -5,22 +5,33 @@ from __future__ import annotations
 from datetime import UTC
 
 from agent.tools.base import JSONObject, ResumePoint, Tool, ToolContext, ToolOutput, snapshot_line
-from agent.types import SearchFilters, SearchHit, snippet_parts
+from agent.tools.citable import message_source, search_result
+from agent.types import ContentBlock, SearchFilters, SearchHit, snippet_parts
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_OFFSET = 1_000_000_000
 
 
-def _hit_line(hit: SearchHit) -> str:
+def _hit_title(hit: SearchHit) -> str:
     if hit.compacted:
         state = f"archived, compaction {hit.compaction_id}" if hit.compaction_id else "archived"
     else:
         state = "active" if hit.active else "inactive"
     who = hit.role + (f" {hit.author_name}" if hit.author_name else "")
     when = hit.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    return f"#{hit.message_id} [{state}] {when} {who}"
+
+
+def _hit_line(hit: SearchHit) -> str:
     snippet = "".join(f"⟦{text}⟧" if match else text for text, match in snippet_parts(hit.snippet))
-    return f"#{hit.message_id} [{state}] {when} {who}: {snippet}"
+    return f"{_hit_title(hit)}: {snippet}"
+
+
+def _hit_block(hit: SearchHit) -> ContentBlock:
+    # Cited text is quoted back verbatim: the snippet without match markers.
+    snippet = "".join(text for text, _ in snippet_parts(hit.snippet))
+    return search_result(message_source(hit.session_id, hit.message_id), _hit_title(hit), snippet)
 
 
 SEARCH_SCHEMA: JSONObject = {
@@ -56,7 +67,8 @@ class SessionSearchTool(Tool):
         if not query:
             return ToolOutput.error("query is empty: give one or more words to search for")
         # The session filter is forced here, never taken from the input: one chat never sees another's.
-        filters = SearchFilters(session_id=ctx.session.id)
+        # The running turn's own messages (its question, this very call) are not what is looked for.
+        filters = SearchFilters(session_id=ctx.session.id, before_id=ctx.turn_start_id)
         hits = await ctx.store.search(query, filters, limit=limit, offset=offset)
         hits = [h for h in hits if h.session_id == ctx.session.id]
         lines = [snapshot_line(ctx.clock)]
@@ -73,6 +85,8 @@ class SessionSearchTool(Tool):
             line = _hit_line(hit)
             lines.append(line)
             length += len(line) + 1
+        end = length
         if len(hits) == limit:
             lines.append(f"more may match: call session_search with offset {offset + limit}")
-        return ToolOutput("\n".join(lines), resume_points=tuple(points))
+        cited = tuple(_hit_block(hit) for hit in hits)
+        return ToolOutput("\n".join(lines), resume_points=tuple(points), cited=cited, cited_end=end)

@@ -11,8 +11,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent.compaction import compact
+from agent.compaction import compact, forget
 from agent.context_engine import ContextEngine
+from agent.engines.strategies.snip import SnipRefused
 from agent.errors import CompressionError, HygieiaError, LLMError
 from agent.types import AgentSession, CompactionRecord
 from gateway.admin.errors import BadRequest, Conflict
@@ -48,6 +49,7 @@ class AdminActions:
     store: Store
     engine: ContextEngine | None = None
     context_window: Callable[[str], int] | None = None
+    budget: Callable[[str], int | None] | None = None
 
     async def _busy(self, info: SessionInfo) -> None:
         if await self.store.turn_in_progress(info.key):
@@ -68,6 +70,7 @@ class AdminActions:
             context_window=self.context_window(info.model),
             key=info.key,
             platform=info.platform,
+            budget_tokens=self.budget(info.model) if self.budget is not None else None,
         )
         try:
             result = await compact(
@@ -100,6 +103,51 @@ class AdminActions:
         )
         return Outcome(message, entry, compaction=record)
 
+    async def forget(
+        self,
+        session_id: str,
+        *,
+        last: int | None = None,
+        from_id: int | None = None,
+        to_id: int | None = None,
+        actor: str,
+    ) -> Outcome:
+        """Snip: set the last ``last`` exchanges, or the messages ``from_id``..``to_id``, aside
+        (soft-archived like a compaction: searchable, recallable, undone by restore)."""
+        if self.engine is None or self.context_window is None:
+            raise Unavailable("snipping is not available here: this admin app has no engine configured")
+        if last is None and from_id is None and to_id is None:
+            raise BadRequest("say what to forget: last, or from_id and to_id")
+        info = await self.store.get_session(session_id)
+        await self._busy(info)
+        session = AgentSession(
+            id=info.id,
+            system_prompt=info.system_prompt,
+            model=info.model,
+            context_window=self.context_window(info.model),
+            key=info.key,
+            platform=info.platform,
+        )
+        try:
+            result = await forget(self.engine, self.store, session, last=last, from_id=from_id, to_id=to_id)
+        except SnipRefused as exc:
+            raise BadRequest(f"nothing was set aside: {exc}") from None
+        record = result.record
+        assert record is not None
+        message = (
+            f"Set aside {record.messages_archived} messages "
+            f"({record.tokens_before:,} -> {record.tokens_after:,} tokens)."
+        )
+        entry = await self.store.record_action(
+            "admin_forget",
+            actor=actor,
+            session_id=info.id,
+            platform=info.platform,
+            detail=f"{message} Compaction {record.id}.",
+            counts={"archived": record.messages_archived, "tokens_freed": record.tokens_freed},
+        )
+        return Outcome(message, entry, compaction=record)
+
     async def restore(self, session_id: str, *, actor: str) -> Outcome:
         """Undo the latest compaction (its archived turns become active again)."""
         info = await self.store.get_session(session_id)
@@ -123,6 +171,9 @@ class AdminActions:
         if info.ended:
             raise Conflict(f"session {info.key} already ended")
         await self.store.end_session(info.id, "admin")
+        # A turn still running in it, on whichever worker, stops now rather than answering into
+        # the ended session (PostgreSQL; one SQLite process has no channel to the others).
+        await self.store.notify_command(info.key, "end")
         message = f"Ended {info.key}; its next message starts a new session."
         entry = await self.store.record_action(
             "admin_end", actor=actor, session_id=info.id, platform=info.platform, detail=message, counts={}
@@ -153,9 +204,12 @@ class AdminActions:
 
 
 def checked_user(platform: str, user_id: str) -> tuple[str, str]:
-    """Both present, bounded, without NUL; BadRequest otherwise."""
+    """Both present, bounded, without NUL, the platform without ``:`` (so ``<platform>:<user_id>``
+    splits one way only, however many ``:`` a user id holds); BadRequest otherwise."""
     platform, user_id = platform.strip(), user_id.strip()
     for name, value in (("platform", platform), ("user_id", user_id)):
         if not value or len(value) > MAX_ID_CHARS or "\x00" in value:
             raise BadRequest(f"{name}: required, at most {MAX_ID_CHARS} characters")
+    if ":" in platform:
+        raise BadRequest(f"platform: no platform name holds ':' ({platform[:40]!r}); the user id goes apart")
     return platform, user_id

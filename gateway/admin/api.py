@@ -55,7 +55,7 @@ def message_json(m: ChatMessage) -> dict[str, Any]:
 
 
 def compaction_json(c: CompactionRecord) -> dict[str, Any]:
-    return dataclasses.asdict(c)
+    return {**dataclasses.asdict(c), "tokens_freed": c.tokens_freed}
 
 
 def hit_json(h: SearchHit, label: SessionLabel | None = None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The admin API's actions (compact, undo, end, erase a user) and the audit trail that lists them.
+"""The admin API's actions (compact, forget, undo, end, erase a user) and the audit trail that lists them.
 
 Every action is a POST and is audited with who (``by`` in the body, and the client address),
 when, what and the counts. Erasure deletes, so it also wants ``confirm`` set to
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.admin.actions import AdminActions, Outcome, checked_user
 from gateway.admin.api import Filter, Limit, Offset, checked_id, compaction_json
 from gateway.admin.errors import BadRequest
-from gateway.export import MEDIA_TYPES, Format, render
+from gateway.admin.export import MEDIA_TYPES, Format, render
 from gateway.store.audit_ops import AuditEntry
 from gateway.store.export_ops import SessionExport
 from gateway.store.repository import Store
@@ -32,6 +32,13 @@ class ActionBody(BaseModel):
 
 class CompactBody(ActionBody):
     focus: Annotated[str, Field(max_length=2000, pattern=r"^[^\x00]*$")] = ""
+
+
+class ForgetBody(ActionBody):
+    last: Annotated[int, Field(ge=1, le=1000)] | None = None
+    """How many of the latest exchanges to set aside; or a range of message ids:"""
+    from_id: Annotated[int, Field(ge=1)] | None = None
+    to_id: Annotated[int, Field(ge=1)] | None = None
 
 
 class EraseBody(ActionBody):
@@ -70,6 +77,17 @@ def actions_api_router(actions: AdminActions) -> APIRouter:
         body = body or CompactBody()
         done = await actions.compact(
             checked_id(session_id), focus=body.focus, actor=actor(request, body.by, "api")
+        )
+        return outcome_json(done)
+
+    @router.post("/sessions/{session_id}/forget")
+    async def forget(session_id: str, request: Request, body: ForgetBody) -> dict[str, Any]:
+        done = await actions.forget(
+            checked_id(session_id),
+            last=body.last,
+            from_id=body.from_id,
+            to_id=body.to_id,
+            actor=actor(request, body.by, "api"),
         )
         return outcome_json(done)
 
@@ -127,7 +145,12 @@ def export_response(data: SessionExport, fmt: Format) -> Response:
     return Response(
         render(data, fmt),
         media_type=MEDIA_TYPES[fmt],
-        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
+        headers={
+            "Content-Disposition": f'attachment; filename="{name}"',
+            "Cache-Control": "no-store",
+            # The transcript is users' text: a browser must never guess it is HTML and run it.
+            "X-Content-Type-Options": "nosniff",
+        },
     )
 
 

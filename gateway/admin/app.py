@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,17 +21,21 @@ from agent.errors import HygieiaError, NotFound, StoreError
 from gateway.admin.actions import AdminActions, Unavailable
 from gateway.admin.api import api_router
 from gateway.admin.api_actions import actions_api_router, export_router
+from gateway.admin.api_overrides import overrides_api_router
 from gateway.admin.api_usage import usage_router
 from gateway.admin.dead_letters import dead_letter_router
 from gateway.admin.errors import BadRequest, Conflict
 from gateway.admin.metrics import CONTENT_TYPE, AdminMetrics
-from gateway.admin.middleware import AccessLog, AdminAuth, FailedLogins, check_admin_token
+from gateway.admin.middleware import AccessLog, AdminAuth, FailedLogins, check_admin_token, erase_key
+from gateway.admin.overrides import KnownModel, OverrideActions, table_model
 from gateway.admin.page import esc, layout
 from gateway.admin.scheduler_api import scheduler_metrics, scheduler_router
 from gateway.admin.views import html, page_router
 from gateway.admin.views import usage_router as usage_page_router
 from gateway.admin.views_actions import actions_router
+from gateway.admin.views_overrides import overrides_router
 from gateway.cluster.view import cluster_metrics, cluster_view
+from gateway.config import ChatOverride
 from gateway.store.repository import Store
 
 _log = logging.getLogger(__name__)
@@ -87,10 +91,16 @@ def create_app(
     engine: ContextEngine | None = None,
     context_window: Callable[[str], int] | None = None,
     failed_logins: FailedLogins | None = None,
+    budget: Callable[[str], int | None] | None = None,
+    known_model: KnownModel | None = None,
+    config_overrides: Sequence[ChatOverride] = (),
 ) -> FastAPI:
     """The admin app over ``store``; every route but ``/healthz`` needs ``token`` (ConfigError when weak).
 
-    ``engine`` and ``context_window`` (a model's window) let it compact sessions on request.
+    ``engine``, ``context_window`` (a model's window) and ``budget`` (its context budget) let it
+    compact sessions on request. ``known_model`` says whether a model name may be set as a chat's
+    override (default: the model table); ``config_overrides`` are the config's ``overrides:``,
+    shown beside the admin-set ones.
     """
     token = check_admin_token(token)
     app = FastAPI(title="Hygieia admin", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
@@ -103,11 +113,13 @@ def create_app(
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:
-        body = metrics.render(await store.store_totals()) + await scheduler_metrics(store)
+        body = metrics.render(await store.store_totals(), await store.strategy_totals())
+        body += await scheduler_metrics(store)
         body += await cluster_metrics(store)
         return Response(body, media_type=CONTENT_TYPE)
 
-    actions = AdminActions(store, engine, context_window)
+    actions = AdminActions(store, engine, context_window, budget)
+    overrides = OverrideActions(store, known_model or table_model, tuple(config_overrides))
     app.include_router(api_router(store))
     app.include_router(actions_api_router(actions))
     app.include_router(export_router(store))
@@ -121,8 +133,10 @@ def create_app(
 
     app.include_router(dead_letter_router(store))
     app.include_router(page_router(store))
-    app.include_router(actions_router(actions))
+    app.include_router(actions_router(actions, confirm_key=erase_key(token)))
     app.include_router(usage_page_router(store))
+    app.include_router(overrides_api_router(overrides))
+    app.include_router(overrides_router(overrides))
     app.add_exception_handler(HygieiaError, error_response)
     app.add_exception_handler(SQLAlchemyError, error_response)
     app.add_exception_handler(HTTPException, http_error)

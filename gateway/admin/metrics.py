@@ -8,6 +8,19 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, gen
 
 from agent.types import Trigger
 from gateway.store.admin_ops import StoreTotals
+from gateway.store.engine_ops import StrategyTotals
+
+# Every built-in strategy is exported even before it first runs, so a dashboard's series exist.
+KNOWN_STRATEGIES = (
+    "snip",
+    "cold_prune",
+    "prune",
+    "server_clearing",
+    "server_compaction",
+    "summary",
+    "sliding",
+    "reactive",
+)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -29,8 +42,26 @@ class AdminMetrics:
         self._compactions = Gauge(
             "hygieia_compactions", "Compactions ever made, by trigger.", ["trigger"], registry=self.registry
         )
+        self._strategy_runs = Gauge(
+            "hygieia_strategy_runs",
+            "Compactions made by each strategy of the context engine.",
+            ["strategy"],
+            registry=self.registry,
+        )
+        self._strategy_freed = Gauge(
+            "hygieia_strategy_tokens_freed",
+            "Prompt tokens freed by each strategy of the context engine (before - after, summed).",
+            ["strategy"],
+            registry=self.registry,
+        )
+        self._engine_failures = Gauge(
+            "hygieia_context_engine_failures",
+            "Times a context engine raised, timed out or planned something invalid (the built-in served).",
+            ["engine", "kind"],
+            registry=self.registry,
+        )
 
-    def render(self, totals: StoreTotals) -> bytes:
+    def render(self, totals: StoreTotals, strategies: StrategyTotals | None = None) -> bytes:
         self._sessions.labels(state="current").set(totals.sessions_current)
         self._sessions.labels(state="ended").set(totals.sessions_ended)
         self._messages.labels(state="active").set(totals.messages_active)
@@ -39,4 +70,10 @@ class AdminMetrics:
         counts = dict.fromkeys(get_args(Trigger), 0) | totals.compactions_by_trigger
         for trigger, n in counts.items():
             self._compactions.labels(trigger=trigger).set(n)
+        strategies = strategies or StrategyTotals()
+        for name in dict.fromkeys([*KNOWN_STRATEGIES, *strategies.runs]):
+            self._strategy_runs.labels(strategy=name).set(strategies.runs.get(name, 0))
+            self._strategy_freed.labels(strategy=name).set(strategies.tokens_freed.get(name, 0))
+        for (engine, kind), n in strategies.engine_failures.items():
+            self._engine_failures.labels(engine=engine, kind=kind).set(n)
         return generate_latest(self.registry)

@@ -5,12 +5,16 @@ default. A program sends ``Authorization: Bearer <token>``. A browser opens any 
 with ``?token=<token>``: it gets an HttpOnly, SameSite=Strict cookie and a redirect to the
 same URL without the token (so it leaves the address bar and the history). The cookie
 holds an HMAC of the token, never the token itself; changing the token logs everyone out.
+A state-changing request signed in by the cookie must come from the page itself
+(:mod:`gateway.admin.origin`), else 403.
 
 The token must have at least :data:`MIN_TOKEN_CHARS` characters. A client address that
 presents a wrong token (header, cookie or login link) :data:`MAX_FAILURES` times within
-:data:`FAILURE_WINDOW_SECONDS` gets 429 for every request until the oldest failure ages out,
-the right token included (else guessing would go on at full speed); each failure is logged.
-Behind a reverse proxy on the same host, uvicorn takes the address from X-Forwarded-For.
+:data:`FAILURE_WINDOW_SECONDS` gets 429 for every further wrong or missing token until the
+oldest failure ages out; each counted failure is logged. The right token is always answered:
+a throttle that refused it would let any local process lock the admin out. Against guessing,
+the token's length is the defence (see docs/security.md). The client address is the peer's;
+X-Forwarded-For counts only from ``admin.trusted_proxies`` (see :mod:`gateway.admin.server`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from typing import Literal
 
 from starlette.datastructures import URL
 from starlette.requests import Request
@@ -28,12 +33,14 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import ConfigError
+from gateway.admin.origin import cross_origin_problem
 
 _log = logging.getLogger(__name__)
 
 COOKIE = "hygieia_admin"
 OPEN_PATHS = frozenset({"/healthz"})
 _COOKIE_CONTEXT = b"hygieia admin cookie v1"
+_ERASE_CONTEXT = b"hygieia admin erase confirmation v1"
 MIN_TOKEN_CHARS = 16
 MAX_FAILURES = 10
 FAILURE_WINDOW_SECONDS = 60.0
@@ -96,6 +103,11 @@ class FailedLogins:
         return len(times)
 
 
+def erase_key(token: str) -> bytes:
+    """The key of the erase confirmation codes: derived from the token, like the cookie."""
+    return hmac.new(token.encode(), _ERASE_CONTEXT, hashlib.sha256).digest()
+
+
 def cookie_value(token: str) -> str:
     """What the browser keeps: derived from the token, useless anywhere else."""
     return hmac.new(token.encode(), _COOKIE_CONTEXT, hashlib.sha256).hexdigest()
@@ -148,17 +160,22 @@ class AdminAuth:
             await self.app(scope, receive, send)
             return
         address = _address(scope)
-        wait = self._failed.retry_after(address)
-        if wait is not None:
-            await _throttled(wait)(scope, receive, send)
-            return
         request = Request(scope)
         login = request.query_params.get("token")
         if login is not None and request.method == "GET" and not scope["path"].startswith("/api/"):
             await self._login(request, login, address)(scope, receive, send)
             return
-        if self._authorized(request):
+        signed_in = self._signed_in(request)
+        if signed_in == "cookie" and (problem := cross_origin_problem(request)) is not None:
+            _log.warning("admin %s %s from %s: %s", request.method, scope["path"], address, problem)
+            await JSONResponse({"error": problem}, status_code=403)(scope, receive, send)
+            return
+        if signed_in is not None:
             await self.app(scope, receive, send)
+            return
+        wait = self._failed.retry_after(address)
+        if wait is not None:
+            await _throttled(wait)(scope, receive, send)
             return
         if request.headers.get("authorization") or COOKIE in request.cookies:
             self._failure(address)
@@ -171,15 +188,19 @@ class AdminAuth:
         if count == self._failed.max_failures:
             _log.warning("throttling %s: %d failed attempts in %.0fs, answering 429", address, count, window)
 
-    def _authorized(self, request: Request) -> bool:
+    def _signed_in(self, request: Request) -> Literal["bearer", "cookie"] | None:
+        """How the request proves it holds the token (None: it does not)."""
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and credentials:
-            return _same(credentials.strip(), self._token)
+            return "bearer" if _same(credentials.strip(), self._token) else None
         cookie = request.cookies.get(COOKIE)
-        return cookie is not None and _same(cookie, self._cookie)
+        return "cookie" if cookie is not None and _same(cookie, self._cookie) else None
 
     def _login(self, request: Request, given: str, address: str) -> Response:
         if not _same(given, self._token):
+            wait = self._failed.retry_after(address)
+            if wait is not None:
+                return _throttled(wait)
             self._failure(address)
             return _unauthorized("wrong admin token in ?token=")
         response = RedirectResponse(_clean_location(request.url), status_code=303)

@@ -74,7 +74,8 @@ def layout(title: str, body: str, *, query: str = "", notice: str = "") -> str:
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{esc(title)} · Hygieia admin</title><style>{CSS}</style></head><body>"
         '<header><a href="/"><b>Hygieia admin</b></a><a href="/">sessions</a><a href="/search">search</a>'
-        '<a href="/usage">usage</a><a href="/audit">audit</a><a href="/erase">erase a user</a>'
+        '<a href="/usage">usage</a><a href="/audit">audit</a><a href="/overrides">overrides</a>'
+        '<a href="/erase">erase a user</a>'
         '<form action="/search" method="get" role="search">'
         f'<input type="search" name="q" value="{esc(query)}" placeholder="search every message">'
         " <button>Search</button></form></header>"

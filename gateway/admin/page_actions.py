@@ -91,17 +91,19 @@ def erase_form() -> str:
     )
 
 
-def confirm_erase(platform: str, user: str, counts: EraseCounts) -> str:
-    target = f"{platform}:{user}"
+def confirm_erase(platform: str, user: str, counts: EraseCounts, code: str) -> str:
+    """The erasure's confirmation: platform and user id named apart, and ``code`` to type (only this
+    page shows it, so no form made elsewhere can carry it)."""
     what = (
-        f"<p>Erasing <b>{esc(target)}</b> deletes <b>{counts.messages}</b> messages in {counts.sessions} "
+        f"<p>Erasing platform <b>{esc(platform)}</b>, user id <b>{esc(user)}</b> deletes "
+        f"<b>{counts.messages}</b> messages in {counts.sessions} "
         f"session(s), {counts.inbox} inbox rows and {counts.memories} memory files of their direct chats, "
         f"and redacts {counts.summaries_redacted} summaries made from them. It cannot be undone.</p>"
     )
     fields = (
         f'<input type="hidden" name="platform" value="{esc(platform)}">'
         f'<input type="hidden" name="user" value="{esc(user)}">'
-        f'<p><label>type <code>{esc(target)}</code> to confirm <input type="text" name="typed" '
+        f'<p><label>type <code>{esc(code)}</code> to confirm <input type="text" name="typed" '
         'autocomplete="off"></label></p>'
     )
     return _confirm("Erase this user's data", "/erase", what, "/erase", fields, danger=True)

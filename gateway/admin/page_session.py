@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from agent.types import ChatMessage, CompactionRecord
 from gateway.admin.page import _pager, esc, layout, money, percent, when
 from gateway.store.admin_ops import MessagePage
+from gateway.store.engine_ops import SessionStrategyRuns, strategy_overview
 from gateway.store.records import SessionInfo
 from gateway.store.usage_ops import UsageLine, UsageReport
 
@@ -25,6 +26,7 @@ def session_page(
     usage: UsageReport,
     compactions: Sequence[CompactionRecord],
     chart: str,
+    runs: Sequence[SessionStrategyRuns] = (),
     page: MessagePage,
     limit: int,
     target: int | None = None,
@@ -55,7 +57,7 @@ def session_page(
         + f"<h2>Context size</h2>{chart}"
         + "<h2>Cost and usage</h2>"
         + usage_table(usage.rows, total, first="day")
-        + _compactions_table(compactions)
+        + _compactions_table(compactions, runs)
         + f'<h2>Transcript</h2><p class="muted">messages {page.offset + 1}–'
         f"{page.offset + len(page.messages)} of {page.total}</p>"
         + pager
@@ -110,20 +112,33 @@ def usage_table(
     return f'<table class="usage"><thead>{head}</thead><tbody>{body}</tbody>{foot}</table>'
 
 
-def _compactions_table(compactions: Sequence[CompactionRecord]) -> str:
-    if not compactions:
+def _compactions_table(
+    compactions: Sequence[CompactionRecord], runs: Sequence[SessionStrategyRuns] = ()
+) -> str:
+    if not compactions and not runs:
         return ""
     rows = "".join(
-        f"<tr><td>{when(c.created_at)}</td><td>{esc(c.trigger)}</td><td>{esc(c.status)}</td>"
+        f"<tr><td>{when(c.created_at)}</td><td>{esc(c.trigger)}</td><td>{esc(c.strategy)}</td>"
+        f"<td>{esc(c.status)}</td>"
         f'<td class="n">{c.messages_archived}</td><td class="n">{c.tokens_before} → {c.tokens_after}</td>'
+        f'<td class="n">{c.tokens_freed}</td>'
         f"<td>{esc(c.model)}</td><td>{'undone ' + when(c.restored_at) if c.restored_at else ''}</td></tr>"
         for c in compactions
     )
     head = (
-        '<tr><th>when</th><th>trigger</th><th>status</th><th class="n">archived</th>'
-        '<th class="n">tokens</th><th>model</th><th>restored</th></tr>'
+        '<tr><th>when</th><th>trigger</th><th>strategy</th><th>status</th><th class="n">archived</th>'
+        '<th class="n">tokens</th><th class="n">freed</th><th>model</th><th>restored</th></tr>'
     )
-    return f"<h2>Compactions</h2><table><thead>{head}</thead><tbody>{rows}</tbody></table>"
+    overview = strategy_overview(compactions, runs)
+    by_strategy = ""
+    if overview is not None:
+        freed = ", ".join(f"{esc(name)} {n:,} tokens ({k}×)" for name, k, n in overview.totals)
+        by_strategy = (
+            f'<p class="strategies">Last strategy: <b>{esc(overview.last)}</b> '
+            f"(freed {overview.last_freed:,} tokens). Freed by strategy: {freed}.</p>"
+        )
+    table = f"<table><thead>{head}</thead><tbody>{rows}</tbody></table>" if compactions else ""
+    return f"<h2>Compactions</h2>{by_strategy}{table}"
 
 
 def transcript(

@@ -7,7 +7,7 @@ jobs last did (``scheduler_jobs`` and their leases) and the tasks users set.
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent.clock import utcnow
 from gateway.store.job_ops import JobState
 from gateway.store.repository import Store
 from gateway.store.task_ops import TaskRecord
@@ -44,7 +45,7 @@ def scheduler_router(store: Store) -> APIRouter:
 
     @router.get("/status")
     async def status() -> dict[str, Any]:
-        now = datetime.now(UTC)
+        now = utcnow()
         jobs = await store.job_states()
         return {
             "now": now,

@@ -7,18 +7,18 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from types import TracebackType
 
 import uvicorn
 from starlette.types import ASGIApp
 
-from agent.compressor import ContextCompressor
 from agent.errors import ConfigError, HygieiaError
+from agent.tokens import model_info
 from gateway.admin.app import create_app
 from gateway.admin.middleware import check_admin_token
 from gateway.config import Settings
-from gateway.runner import build_provider, context_window_for
+from gateway.runner.models import budget_for, build_context_engine, build_provider, context_window_for
 from gateway.store.db import Database
 from gateway.store.repository import Store
 
@@ -54,15 +54,28 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 class AdminServer:
-    """An ASGI app served on ``host:port`` (also an async context manager).
+    """An ASGI app served on ``host:port`` (also an async context manager); the client address is
+    the peer's, or X-Forwarded-For's when the peer is one of ``trusted_proxies`` (addresses, networks).
 
     ``await start()`` returns once it accepts connections; ``await stop()`` lets running
     requests finish (up to the grace) and closes.
     """
 
-    def __init__(self, app: ASGIApp, *, host: str, port: int, grace_seconds: float = GRACE_SECONDS) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        host: str,
+        port: int,
+        grace_seconds: float = GRACE_SECONDS,
+        trusted_proxies: Sequence[str] = (),
+    ) -> None:
         self._config = uvicorn.Config(
             app,
+            # uvicorn would take X-Forwarded-For from 127.0.0.1 by default: any local process could
+            # then pick its address and walk around the throttle. Only a named proxy is believed.
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=list(trusted_proxies) or [],
             lifespan="off",
             log_config=None,  # our logging (and its redaction filter) stays in charge
             access_log=False,  # uvicorn would log query strings, and ?token= is one
@@ -140,17 +153,19 @@ async def serve_admin(settings: Settings, *, host: str, port: int) -> int:
             installed.append(sig)
     # Compaction from the admin uses the service's own provider and compressor (same settings).
     provider = build_provider(settings)
-    engine = ContextCompressor(
-        settings.compression,
-        provider,
-        summary_model=settings.summary_model,
-        prices=settings.model_prices or None,
-    )
+    engine = build_context_engine(settings, provider, sink=store.record_engine_failure, store=store)
     app = create_app(
-        store, token=token, engine=engine, context_window=lambda model: context_window_for(settings, model)
+        store,
+        token=token,
+        engine=engine,
+        context_window=lambda model: context_window_for(settings, model),
+        budget=lambda model: budget_for(settings, model),
+        known_model=lambda model: model_info(model, overrides=settings.models or None).known,
+        config_overrides=settings.overrides,
     )
     try:
-        async with AdminServer(app, host=host, port=port) as server:
+        proxies = settings.admin.trusted_proxies
+        async with AdminServer(app, host=host, port=port, trusted_proxies=proxies) as server:
             stopping = asyncio.create_task(stop.wait())
             await asyncio.wait([stopping, server.finished], return_when=asyncio.FIRST_COMPLETED)
             stopping.cancel()

@@ -120,6 +120,7 @@ def page_router(store: Store) -> APIRouter:
                 usage=await store.usage_report("day", session_id=info.id, limit=366),
                 compactions=compactions,
                 chart=chart,
+                runs=await store.session_strategy_runs(info.id),
                 page=await store.messages_page(info.id, offset=offset, limit=TRANSCRIPT_PAGE),
                 limit=TRANSCRIPT_PAGE,
                 target=message,

@@ -1,12 +1,16 @@
 """The action pages: each action is a GET that shows what it will do and a form that confirms it.
 
 The confirmation POSTs; the result is audited and the browser lands back on the session (or the
-audit view) with a one-line notice. Cross-site posts carry no session cookie (SameSite=Strict),
-and the CSP lets forms post only to this site.
+audit view) with a one-line notice. A post signed in by the cookie must come from this origin
+(gateway.admin.origin), and the CSP lets forms post only to this site. Erasure asks to type a
+code that only its confirmation page shows.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from typing import Annotated
 from urllib.parse import parse_qs
 
@@ -41,7 +45,16 @@ def back_to(session_id: str, audit_id: int) -> RedirectResponse:
     return RedirectResponse(page_actions.session_url(session_id, audit_id), status_code=303)
 
 
-def actions_router(actions: AdminActions) -> APIRouter:
+def erase_code(key: bytes, platform: str, user: str) -> str:
+    """What the erase page asks to type for exactly this platform and user: keyed by ``key`` (from
+    the admin token), so it cannot be guessed, and the same on every admin process."""
+    pair = f"{len(platform)}:{platform}{len(user)}:{user}".encode("utf-8", "surrogatepass")
+    digest = base64.b32encode(hmac.new(key, pair, hashlib.sha256).digest()).decode()
+    return f"ERASE-{digest[:4]}-{digest[4:8]}"
+
+
+def actions_router(actions: AdminActions, *, confirm_key: bytes) -> APIRouter:
+    """The action pages; ``confirm_key`` keys the erase confirmation codes."""
     router = APIRouter(default_response_class=HTMLResponse)
     store = actions.store
 
@@ -96,14 +109,17 @@ def actions_router(actions: AdminActions) -> APIRouter:
             return html(page_actions.erase_form())
         platform, user = checked_user(platform, user)
         counts = await store.erase_preview(platform, user)
-        return html(page_actions.confirm_erase(platform, user, counts))
+        return html(
+            page_actions.confirm_erase(platform, user, counts, erase_code(confirm_key, platform, user))
+        )
 
     @router.post("/erase")
     async def erase(request: Request) -> RedirectResponse:
         fields = await form(request)
         platform, user = checked_user(fields.get("platform", ""), fields.get("user", ""))
-        if fields.get("typed", "").strip() != f"{platform}:{user}":
-            raise BadRequest(f"type {platform}:{user} to confirm the erasure (it cannot be undone)")
+        typed = fields.get("typed", "").strip().upper()
+        if not hmac.compare_digest(typed.encode(), erase_code(confirm_key, platform, user).encode()):
+            raise BadRequest("type the code the confirmation page shows to erase (it cannot be undone)")
         done = await actions.erase(platform, user, actor=actor(request, fields.get("by", ""), "page"))
         return RedirectResponse(page_actions.audit_url(done.audit.id), status_code=303)
 

@@ -2,5 +2,5 @@
 
 PostgreSQL is the coordinator (no home-made cluster protocol): leadership and liveness are
 named leases (:mod:`gateway.store.lease_ops`, generation-fenced), inbox and outbox claims are
-rows. See README "Scale-out".
+rows. See docs/operations.md, "Scale-out".
 """

@@ -18,17 +18,14 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
+from agent.clock import Clock, utcnow
 from gateway.platforms.base import InboundHandler, PlatformAdapter
 from gateway.store.lease_ops import Lease
 from gateway.store.repository import Store
 
 _log = logging.getLogger(__name__)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +73,7 @@ class Election:
         state: ClusterState,
         *,
         ttl_seconds: float,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Clock = utcnow,
     ) -> None:
         self._store = store
         self._slots = slots

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from agent.clock import utcnow
 from gateway.cluster.election import ClusterState
 
 _log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class ClusterCollector:
         won = CounterMetricFamily(
             "hygieia_intake_elections_won", "Times this process took the intake over.", labels=["lease"]
         )
-        now = datetime.now(UTC)
+        now = utcnow()
         for name, slot in state.slots.items():
             leader.add_metric([name], 1 if slot.leading else 0)
             generation.add_metric([name], slot.generation)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
+from agent.clock import utcnow
 from gateway.cluster.roles import NODE_LEASE_PREFIX, node_lease
 from gateway.store.repository import Store
 
@@ -34,7 +35,7 @@ class NodeHeartbeat:
 
     async def start(self) -> None:
         with contextlib.suppress(Exception):  # housekeeping only
-            await self._store.lease_prune(NODE_LEASE_PREFIX, datetime.now(UTC) - PRUNE_AFTER)
+            await self._store.lease_prune(NODE_LEASE_PREFIX, utcnow() - PRUNE_AFTER)
         await self._store.lease_acquire(self._name, self._owner, ttl_seconds=self._ttl)
         self._task = asyncio.create_task(self._beat(), name="node heartbeat")
 

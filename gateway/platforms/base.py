@@ -5,10 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
-from agent.errors import AdapterError
+from agent.clock import utcnow
+from gateway.errors import AdapterError, DeliveryRefused
+from gateway.platforms.pacing import RatePacer
+from gateway.wire import AttachmentKind
 
 ChatType = Literal["dm", "group", "channel"]
 TextFormat = Literal["plain", "markdown", "html"]
@@ -18,13 +21,15 @@ TextFormat = Literal["plain", "markdown", "html"]
 class Attachment:
     """Metadata of a file that came with a message; ``text`` is set when we read it as text."""
 
-    kind: Literal["photo", "document", "voice", "audio", "video", "sticker", "other"]
+    kind: AttachmentKind
     file_id: str | None = None
     file_name: str | None = None
     mime_type: str | None = None
     size: int | None = None
     text: str | None = None
     note: str | None = None
+    duration: float | None = None
+    """Seconds of a voice note or audio file, when the platform says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,7 @@ class InboundMessage:
 
     ``addressed`` is True when the bot should answer: a DM, a mention, a reply to the
     bot, or a command addressed to it. Unaddressed group messages are ambient context.
+    ``from_bot`` marks another bot's message (the gateway applies :mod:`gateway.platforms.manners`).
     """
 
     platform: str
@@ -45,9 +51,10 @@ class InboundMessage:
     chat_type: ChatType = "dm"
     addressed: bool = True
     attachments: tuple[Attachment, ...] = ()
-    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
+    timestamp: datetime = field(default_factory=utcnow)
     edited: bool = False
     reply_to_message_id: str | None = None
+    from_bot: bool = False
 
     @property
     def is_dm(self) -> bool:
@@ -123,6 +130,11 @@ class PlatformAdapter(ABC):
         """Connect for sending only, no intake (a cluster worker delivers any reply this way)."""
         raise AdapterError(f"{self.name} cannot send without its intake")
 
+    def share_rate_limits(self, pacer: RatePacer) -> None:
+        """Before :meth:`start`: pace sends through ``pacer`` (shared by the cluster) rather than in
+        this process only. The default keeps the platform library's own, per-process limits."""
+        return
+
     @abstractmethod
     async def stop(self) -> None:
         """Stop intake and disconnect; idempotent."""
@@ -142,6 +154,19 @@ class PlatformAdapter(ABC):
     def measure(self, text: str) -> int:
         """The length of ``text`` as the platform counts it (code points by default)."""
         return len(text)
+
+    def refuse_oversized(self, text: str) -> None:
+        """Raise :class:`DeliveryRefused` when ``text`` is over :attr:`text_limit`.
+
+        Delivery splits a reply to the limit, once (:mod:`gateway.outbound.delivery`); an adapter
+        handed a longer part has been called wrongly, and splitting it again here would hide that.
+        """
+        size = self.measure(text)
+        if size > self.text_limit:
+            raise DeliveryRefused(
+                f"{self.name}: a message of {size:,} characters is over the limit of {self.text_limit:,};"
+                " split it before sending (gateway.splitter.split_message)"
+            )
 
     streams: bool = False
     """Can show a reply while it is written: :meth:`stream_send` one message, then :meth:`edit` it."""

@@ -8,8 +8,9 @@ from typing import Any
 
 from sqlalchemy import func, insert, select
 
+from agent.clock import utcnow
 from gateway.store.base import Repo
-from gateway.store.columns import clean_json, clean_text, utcnow
+from gateway.store.columns import clean_json, clean_text
 from gateway.store.models import audit
 
 

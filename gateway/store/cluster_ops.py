@@ -7,8 +7,8 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
+from agent.clock import utcnow
 from gateway.store.base import Repo
-from gateway.store.columns import utcnow
 from gateway.store.models import inbox
 
 

@@ -13,11 +13,6 @@ from sqlalchemy.types import TypeDecorator
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 
-def utcnow() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
 class UTCDateTime(TypeDecorator[datetime]):
     """Stores UTC and always returns aware UTC datetimes, on SQLite too.
 
@@ -63,3 +58,12 @@ def clean_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [clean_json(v) for v in value]
     return value
+
+
+def rows_changed(result: object) -> int:
+    """How many rows an UPDATE or DELETE touched.
+
+    ``execute`` is typed to return ``Result``, which has no ``rowcount``; the ``CursorResult`` an
+    UPDATE or DELETE actually returns does. Read it here, once, instead of at every call site.
+    """
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -17,10 +17,11 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.clock import utcnow
 from agent.errors import NotFound, StoreError
 from agent.types import CompactionPlan, CompactionRecord
 from gateway.store.base import Repo, bump_view, chunks, unique
-from gateway.store.columns import clean_json, clean_text, utcnow
+from gateway.store.columns import clean_json, clean_text
 from gateway.store.convert import Row, to_compaction
 from gateway.store.message_ops import row_values
 from gateway.store.models import SessionRow, compactions, messages
@@ -169,6 +170,7 @@ async def _apply(s: AsyncSession, session_id: str, plan: CompactionPlan) -> Comp
         "focus": None if plan.focus is None else clean_text(plan.focus),
         "created_at": utcnow(),
         "restored_at": None,
+        "strategy": plan.strategy,
     }
     cid = values["id"]
     await s.execute(insert(compactions).values(**values))

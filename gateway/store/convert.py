@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
+from sqlalchemy import Row as SqlRow
+
 from agent.types import ChatMessage, CompactionRecord, ContextState, MessageKind, Role
 from gateway.store.models import SessionRow
 from gateway.store.records import (
@@ -58,13 +60,15 @@ def to_compaction(row: Row) -> CompactionRecord:
         focus=row["focus"],
         created_at=row["created_at"],
         restored_at=row["restored_at"],
+        strategy=str(row.get("strategy") or "summary"),
     )
 
 
 SESSION_FIELDS = tuple(f.name for f in dataclasses.fields(SessionInfo))
 
 
-def to_session(row: SessionRow) -> SessionInfo:
+def to_session(row: SessionRow | SqlRow[Any]) -> SessionInfo:
+    """From an ORM row or a Core row of every :data:`SESSION_FIELDS` column."""
     return SessionInfo(**{name: getattr(row, name) for name in SESSION_FIELDS})
 
 

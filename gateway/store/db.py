@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from agent.errors import ConfigError, StoreError
+from gateway.store.fence import check_in
 
 Dialect = Literal["sqlite", "postgresql"]
 T = TypeVar("T")
@@ -38,8 +40,26 @@ def parse_url(url: str | URL) -> URL:
     return parsed
 
 
+IDLE_IN_TRANSACTION_MS = 5000
+"""PostgreSQL ends a transaction left idle this long. A worker paused mid-transaction (SIGSTOP, a
+stalled VM) would otherwise hold its row and advisory locks past its lease, and no other worker
+could take its sessions over: the server cuts it off well inside the default 9 s lease."""
+
+
+def configure_postgres(engine: AsyncEngine) -> None:
+    """Every connection: a transaction left idle ends (:data:`IDLE_IN_TRANSACTION_MS`)."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
+        cursor.close()
+        dbapi_connection.commit()
+
+
 def configure_sqlite(engine: AsyncEngine | Engine) -> None:
-    """WAL, foreign keys, a busy timeout, mmap and a bigger page cache on every connection; our own BEGIN.
+    """WAL, foreign keys, secure delete, a busy timeout, mmap and a bigger page cache on every connection;
+    our own BEGIN.
 
     The driver's implicit transactions are turned off so that we emit ``BEGIN`` ourselves:
     ``BEGIN IMMEDIATE`` for writes, which takes the write lock up front, so a transaction
@@ -56,6 +76,9 @@ def configure_sqlite(engine: AsyncEngine | Engine) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
+        # Deleted rows are overwritten with zeros, not left readable in free pages: an erasure
+        # must leave nothing a reader of the file could find (docs/security.md has the cost).
+        cursor.execute("PRAGMA secure_delete = ON")
         # Search reads scattered rows of a large file: map it (no read() per page) and keep
         # more pages per connection than the 2 MB default.
         cursor.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_BYTES}")
@@ -133,6 +156,8 @@ class Database:
         # moment the previous commits. Other processes still meet the busy timeout.
         self._write_lock = WriteLock()
         self._sync_engine: Engine | None = None  # SQLite: whole transactions in one thread hop
+        self._sync_engine_lock = threading.Lock()
+        self._listeners: list[tuple[str, Callable[..., Any]]] = []
 
     @property
     def dialect(self) -> Dialect:
@@ -159,6 +184,8 @@ class Database:
         engine = create_async_engine(self.url, echo=self._echo, pool_pre_ping=self.dialect == "postgresql")
         if self.dialect == "sqlite":
             configure_sqlite(engine)
+        elif self.dialect == "postgresql":
+            configure_postgres(engine)
         try:
             async with engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
@@ -167,6 +194,24 @@ class Database:
             raise StoreError(f"cannot connect to the database: {exc}") from exc
         self._engine = engine
         self._sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
+
+    def listen(self, name: str, fn: Callable[..., Any]) -> None:
+        """Attach an engine event listener (``before_cursor_execute``, ``begin``, ...) to every
+        engine this database runs statements on: the async one and the worker-thread one."""
+        self._listeners.append((name, fn))
+        for engine in self._engines():
+            event.listen(engine, name, fn)
+
+    def unlisten(self, name: str, fn: Callable[..., Any]) -> None:
+        """Detach a listener :meth:`listen` attached."""
+        self._listeners.remove((name, fn))
+        for engine in self._engines():
+            event.remove(engine, name, fn)
+
+    def _engines(self) -> list[Engine]:
+        with self._sync_engine_lock:
+            threaded = [] if self._sync_engine is None else [self._sync_engine]
+        return [self.engine.sync_engine, *threaded]
 
     async def dispose(self) -> None:
         if self._sync_engine is not None:
@@ -223,16 +268,36 @@ class Database:
         async with self.transaction(urgent=urgent) as session:
             return await session.run_sync(lambda sync: work(sync.connection()))
 
+    async def read_at_once(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` (synchronous SQLAlchemy Core on a connection) in one read transaction.
+
+        On a SQLite file the whole transaction is one worker-thread call, as in
+        :meth:`write_at_once` but with no write lock (WAL readers never wait): a read of a few
+        statements pays one thread hop instead of one per statement. Elsewhere: the async
+        session, run synchronously (its statements still go through the async driver).
+        """
+        if self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:"):
+            return await asyncio.to_thread(self._sync_run, work, write=False)
+        async with self.transaction(write=False) as session:
+            return await session.run_sync(lambda sync: work(sync.connection()))
+
     def _sync_write(self, work: Callable[[Connection], T]) -> T:
-        if self._sync_engine is None:
-            # Same file, same pragmas and BEGIN IMMEDIATE; threads of the default executor share it.
-            engine = create_engine(
-                self.url.set(drivername="sqlite"), connect_args={"check_same_thread": False}
-            )
-            configure_sqlite(engine)
-            self._sync_engine = engine
-        with self._sync_engine.connect() as conn:
-            conn = conn.execution_options(**{_WRITE_OPTION: True})
+        return self._sync_run(work, write=True)
+
+    def _sync_run(self, work: Callable[[Connection], T], *, write: bool) -> T:
+        with self._sync_engine_lock:  # readers may get here at once, from several threads
+            if self._sync_engine is None:
+                # Same file, same pragmas and BEGIN; threads of the default executor share it.
+                engine = create_engine(
+                    self.url.set(drivername="sqlite"), connect_args={"check_same_thread": False}
+                )
+                configure_sqlite(engine)
+                for name, fn in self._listeners:
+                    event.listen(engine, name, fn)
+                self._sync_engine = engine
+            sync_engine = self._sync_engine
+        with sync_engine.connect() as conn:
+            conn = conn.execution_options(**{_WRITE_OPTION: write})
             with conn.begin():
                 return work(conn)
 
@@ -240,4 +305,6 @@ class Database:
     async def _transaction(self, *, write: bool) -> AsyncIterator[AsyncSession]:
         async with self.sessionmaker() as session, session.begin():
             await session.connection(execution_options={_WRITE_OPTION: write})
+            if write and self.dialect == "postgresql":
+                await check_in(session)  # a turn that lost its session lease writes nothing
             yield session

@@ -16,27 +16,43 @@ derived from the erased words. The bot's own replies stay: they are not the user
 
 Where the erased messages opened a session's active view, a short notice takes their place, so
 the view still starts with a user turn, as the API requires.
+
+The focus text of the compactions of the sessions they wrote in, or sent anything to, is cleared
+too: a compaction does not record who asked (``/compact <focus>``), and a focus is only a hint.
+
+Then the bytes go (after the commit, see :func:`reclaim`): SQLite runs with ``secure_delete``, so
+deleted rows are zeroed; the search index is merged (old segments still hold the words) and the WAL
+checkpointed and truncated. PostgreSQL only marks deleted rows dead, and VACUUM leaves their bytes
+in the page: the touched tables are rewritten with VACUUM FULL (docs/security.md: measurements).
+VACUUM FULL still copies a row that a snapshot older than its deletion could read, so the rewrite
+first waits (bounded) for every such transaction of the database to end.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, and_, delete, func, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from agent.clock import utcnow
 from agent.prompts import format_handoff
 from agent.types import ChatMessage, content_text, text_block
 from gateway.store.base import Repo, bump_view, chunks
-from gateway.store.columns import utcnow
+from gateway.store.db import Database
 from gateway.store.message_ops import row_values
 from gateway.store.models import compactions, inbox, memories, messages, scheduled_tasks, sessions
 from gateway.store.task_ops import RUN_PREFIX
+
+_log = logging.getLogger(__name__)
 
 ERASED_NOTICE = "(Earlier messages of this conversation were erased at a user's request.)"
 
@@ -62,6 +78,7 @@ class EraseCounts:
     memories: int = 0
     tasks: int = 0
     notices: int = 0
+    focus_texts: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -76,9 +93,11 @@ class _Plan:
     scopes: list[str]
     memories: int
     tasks: list[str]
+    focus: list[str]  # compactions whose focus text goes
 
     def counts(self, notices: int = 0) -> EraseCounts:
         return EraseCounts(
+            focus_texts=len(self.focus),
             messages=len(self.victims),
             sessions=len(self.sessions),
             summaries_redacted=len(self.summaries),
@@ -166,7 +185,37 @@ async def _plan(s: AsyncSession, platform: str, user_id: str) -> _Plan:
         count += int(
             await s.scalar(select(func.count()).select_from(memories).where(memories.c.scope.in_(part))) or 0
         )
-    return _Plan(victim_ids, session_ids, summaries, [int(i) for i in inbox_ids], scopes, count, tasks)
+    keys = set(scopes)
+    for ids_part in chunks(inbox_ids):
+        keys.update((await s.scalars(select(inbox.c.session_key).where(inbox.c.id.in_(ids_part)))).all())
+    focus = await _focused(s, session_ids, sorted(keys))
+    return _Plan(victim_ids, session_ids, summaries, [int(i) for i in inbox_ids], scopes, count, tasks, focus)
+
+
+async def _focused(s: AsyncSession, session_ids: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """Compactions with a focus text in the sessions the user wrote in or sent to (by id or key)."""
+    found: set[str] = set()
+    for part in chunks(list(session_ids)):
+        found.update(
+            (
+                await s.scalars(
+                    select(compactions.c.id).where(
+                        compactions.c.session_id.in_(part), compactions.c.focus.is_not(None)
+                    )
+                )
+            ).all()
+        )
+    for part in chunks(list(keys)):
+        found.update(
+            (
+                await s.scalars(
+                    select(compactions.c.id)
+                    .join(sessions, sessions.c.id == compactions.c.session_id)
+                    .where(sessions.c.key.in_(part), compactions.c.focus.is_not(None))
+                )
+            ).all()
+        )
+    return sorted(found)
 
 
 async def _open_with_user_turn(s: AsyncSession, session_id: str) -> bool:
@@ -221,11 +270,20 @@ class EraseOps(Repo):
                 await s.execute(delete(memories).where(memories.c.scope.in_(scopes)))
             for task_ids in chunks(plan.tasks):
                 await s.execute(delete(scheduled_tasks).where(scheduled_tasks.c.id.in_(task_ids)))
+            for focused in chunks(plan.focus):
+                await s.execute(update(compactions).where(compactions.c.id.in_(focused)).values(focus=None))
             notices = 0
             for session_id in plan.sessions:
                 notices += await _open_with_user_turn(s, session_id)
             await bump_view(s, *plan.sessions)
+            xid = (
+                await s.scalar(text("SELECT CAST(pg_current_xact_id() AS text)"))
+                if self._db.dialect != "sqlite"
+                else None
+            )
         self._views.drop(*plan.sessions)
+        if plan.victims or plan.inbox or plan.memories or plan.tasks or plan.focus:
+            await reclaim(self._db, after_xid=xid)
         return plan.counts(notices)
 
     async def turn_in_progress(self, session_key: str) -> bool:
@@ -248,3 +306,65 @@ class EraseOps(Repo):
         )
         async with self._tx(write=False) as s:
             return sorted((await s.scalars(stmt)).all())
+
+
+FTS_TABLES = ("messages_fts", "messages_fts_trgm")
+"""SQLite's search indexes: their merged-away segments still hold the words of deleted rows."""
+RECLAIMED_TABLES = ("messages", "inbox", "memories", "scheduled_tasks", "compactions")
+"""The tables an erasure deletes from or rewrites, whose dead bytes must go."""
+
+
+SNAPSHOT_WAIT_SECONDS = 30.0
+"""How long a PostgreSQL erasure waits for older transactions before it rewrites the tables anyway."""
+
+_OLDER_TRANSACTIONS = text(
+    """
+    SELECT count(*) FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid()
+      AND ((backend_xmin IS NOT NULL AND age(backend_xmin) >= age(xid(CAST(:xid AS xid8))))
+        OR (backend_xid IS NOT NULL AND age(backend_xid) >= age(xid(CAST(:xid AS xid8)))))
+    """
+)
+
+
+async def _wait_for_older_transactions(conn: AsyncConnection, xid: str, within: float) -> int:
+    """Wait until no other transaction could still read rows deleted by ``xid``; how many still could."""
+    deadline = time.monotonic() + within
+    pause = 0.02
+    while True:
+        older = int(await conn.scalar(_OLDER_TRANSACTIONS, {"xid": xid}) or 0)
+        if older == 0 or time.monotonic() >= deadline:
+            return older
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
+async def reclaim(db: Database, after_xid: str | None = None, wait: float = SNAPSHOT_WAIT_SECONDS) -> None:
+    """Make what an erasure deleted unreadable in the database's files (see the module docstring).
+
+    ``after_xid`` is the erasing transaction's id on PostgreSQL: the rewrite waits up to ``wait``
+    seconds for the transactions whose snapshots still see the deleted rows.
+    """
+    started = time.perf_counter()
+    if db.dialect == "sqlite":
+
+        def merge(conn: Connection) -> None:
+            for table in FTS_TABLES:
+                conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+        await db.write_at_once(merge)
+        async with db.engine.connect() as conn:
+            await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    else:
+        async with db.engine.connect() as conn:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            if after_xid is not None and (older := await _wait_for_older_transactions(conn, after_xid, wait)):
+                _log.warning(
+                    "erasure: %d transaction(s) older than the erasure still open after %.0f s; their "
+                    "snapshots keep the deleted rows in the rewritten tables until the next VACUUM FULL",
+                    older,
+                    wait,
+                )
+            for table in RECLAIMED_TABLES:
+                await conn.exec_driver_sql(f"VACUUM (FULL, ANALYZE) {table}")
+    _log.info("erasure: deleted bytes reclaimed in %.0f ms", (time.perf_counter() - started) * 1000)

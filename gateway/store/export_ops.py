@@ -4,7 +4,7 @@ The export keeps every column that makes the conversation: order (``seq``, ``sub
 state (``active``, ``compacted``), which compaction archived or produced each row, and the
 edit history. Import writes it into a database that does not hold that session yet; message
 ids are new there, and every reference to one (a compaction's summary and first kept
-message) follows.
+message) follows. The rows come validated (``gateway.admin.import_rows``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 
+from agent.clock import utcnow
 from agent.errors import NotFound, StoreError
-from gateway.store.base import Repo
+from gateway.store.base import Repo, chunks
 from gateway.store.columns import clean_json
 from gateway.store.message_ops import ORDER
 from gateway.store.models import compactions, messages, sessions
@@ -71,17 +72,41 @@ class ExportOps(Repo):
                 after = (int(page[-1]["seq"]), int(page[-1]["sub_seq"]))
         return out
 
-    async def import_session(self, data: SessionExport) -> str:
+    async def import_session(self, data: SessionExport, *, replace: bool = False) -> str:
         """Write an exported session into this database, in one transaction; its id.
 
-        StoreError when the session is already here or the export does not hold together.
+        StoreError when the session is already here, when the export does not hold together, or
+        when it is current and its chat has a live session here: that chat's next message would
+        land in one or the other. ``replace`` ends the live one (reason ``replaced``) instead.
         """
         session_id = str(data.session.get("id") or "")
+        key = str(data.session.get("key") or "")
+        replaced: str | None = None
         async with self._tx() as s:
             if await s.scalar(select(sessions.c.id).where(sessions.c.id == session_id)) is not None:
                 raise StoreError(f"session {session_id} is already in this database")
+            known = [str(c["id"]) for c in data.compactions]
+            known_ids = set(known)
+            for part in chunks(known):
+                taken = await s.scalar(select(compactions.c.id).where(compactions.c.id.in_(part)).limit(1))
+                if taken is not None:
+                    raise StoreError(f"compaction {taken} is already in this database")
+            if data.session.get("ended_at") is None:
+                replaced = await s.scalar(
+                    select(sessions.c.id).where(sessions.c.key == key, sessions.c.ended_at.is_(None))
+                )
+            if replaced is not None:
+                if not replace:
+                    raise StoreError(
+                        f"the chat {key} has a live session here ({replaced}); importing would take its "
+                        "place: pass --replace to end it and make the imported one current"
+                    )
+                await s.execute(
+                    update(sessions)
+                    .where(sessions.c.id == replaced)
+                    .values(ended_at=utcnow(), end_reason="replaced", version=sessions.c.version + 1)
+                )
             await s.execute(insert(sessions).values(**_pick(data.session, _SESSION_COLUMNS)))
-            known = {str(c["id"]) for c in data.compactions}
             for c in data.compactions:
                 if c.get("session_id") != session_id:
                     raise StoreError(f"compaction {c.get('id')} belongs to another session")
@@ -90,7 +115,7 @@ class ExportOps(Repo):
             new_ids: dict[int, int] = {}
             for m in data.messages:
                 for ref in ("compaction_id", "produced_by"):
-                    if m.get(ref) is not None and m[ref] not in known:
+                    if m.get(ref) is not None and m[ref] not in known_ids:
                         raise StoreError(f"message {m.get('id')} names an unknown compaction {m[ref]}")
                 values = {k: v for k, v in _pick(m, _MESSAGE_COLUMNS).items() if k != "id"}
                 values.update(session_id=session_id, content=clean_json(values.get("content") or []))
@@ -100,4 +125,6 @@ class ExportOps(Repo):
                 refs = {k: new_ids.get(c[k]) for k in ("summary_message_id", "first_kept_id") if c.get(k)}
                 if refs:
                     await s.execute(update(compactions).where(compactions.c.id == c["id"]).values(**refs))
+        if replaced is not None:
+            self._views.drop(replaced)
         return session_id

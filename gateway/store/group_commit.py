@@ -12,7 +12,7 @@ Used for the inbox (:class:`InboxBatch`) and for recording sent replies
 
 Guarantees (tests/store/test_inbox_batch.py):
 - a caller returns only once its row is committed (durable as the database's settings make
-  any commit: WAL with ``synchronous=NORMAL`` on SQLite, see README "Throughput");
+  any commit: WAL with ``synchronous=NORMAL`` on SQLite, see docs/measured.md, "Throughput");
 - if the batch's transaction fails, each item is retried alone, so one bad item fails only
   its own caller;
 - a writer cancelled mid-batch rolls back and fails every caller of that batch (none was
@@ -24,6 +24,7 @@ Guarantees (tests/store/test_inbox_batch.py):
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from agent.errors import NotFound, StoreError
 from gateway.store.base import CONFLICT_RETRIES
 from gateway.store.db import Database
 from gateway.store.models import inbox, outbox
+from gateway.store.wakeups import notify_inbox
 
 _log = logging.getLogger(__name__)
 
@@ -81,7 +83,8 @@ class GroupCommit(ABC, Generic[R]):
         item: Queued[R] = Queued(values, asyncio.get_running_loop().create_future())
         self._pending.append(item)
         if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write(), name=self.name)
+            # A fresh context: the writer serves every caller, never one turn's fence (gateway.store.fence).
+            self._writer = asyncio.create_task(self._write(), name=self.name, context=contextvars.Context())
         # Cancelling this await cancels the future: not yet taken, the item is dropped; taken,
         # it may still be committed (unacknowledged, so the platform redelivers: stored once).
         return await item.future
@@ -165,6 +168,7 @@ def _store_inbox(conn: Connection, batch: list[Queued[tuple[int, bool]]]) -> lis
         add = insert(inbox).returning(inbox.c.id, sort_by_parameter_order=True)
         rows = conn.execute(add, [i.values for i in fresh])
         ids = {id(item): int(row[0]) for item, row in zip(fresh, rows, strict=True)}
+        notify_inbox(conn, (str(i.values["session_key"]) for i in fresh))
     results: list[tuple[int, bool]] = []
     for item in batch:
         key = item.key

@@ -3,7 +3,7 @@
 A session is quiet when it is current, nothing was appended to it for a while, and its chat
 has no open inbox item (pending, or being served by some worker). :meth:`IdleOps.session_guard`
 keeps it quiet while a job works on it: on PostgreSQL it holds, for the guard's duration, the
-same per-key advisory lock the inbox claim takes (``QueueOps.inbox_claim``), so no worker can
+same per-key advisory lock the inbox claim takes (``InboxOps.inbox_claim``), so no worker can
 start serving that chat meanwhile; its claim waits and then sees the job's result.
 """
 

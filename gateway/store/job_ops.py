@@ -17,7 +17,8 @@ from typing import Any, Literal
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.store.columns import clean_json, clean_text, utcnow
+from agent.clock import utcnow
+from gateway.store.columns import clean_json, clean_text
 from gateway.store.lease_ops import Lease, LeaseOps, acquire_in, release_in, serialize
 from gateway.store.models import scheduler_jobs
 

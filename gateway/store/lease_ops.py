@@ -24,8 +24,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import RowMapping, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.clock import utcnow
 from gateway.store.base import Repo
-from gateway.store.columns import utcnow
+from gateway.store.columns import rows_changed
 from gateway.store.models import leases
 
 MAX_NAME = 128
@@ -96,7 +97,7 @@ async def release_in(s: AsyncSession, name: str, owner: str, *, now: datetime) -
         .where(leases.c.name == name, leases.c.owner == owner, leases.c.expires_at > now)
         .values(expires_at=now)
     )
-    return bool(getattr(result, "rowcount", 0))
+    return bool(rows_changed(result))
 
 
 class LeaseOps(Repo):
@@ -157,4 +158,4 @@ class LeaseOps(Repo):
                     leases.c.name.startswith(prefix, autoescape=True), leases.c.expires_at < expired_before
                 )
             )
-            return int(getattr(result, "rowcount", 0) or 0)
+            return rows_changed(result)

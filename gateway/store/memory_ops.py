@@ -8,10 +8,11 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from agent.clock import utcnow
 from agent.errors import StoreError
 from agent.types import MemoryEntry
 from gateway.store.base import CONFLICT_RETRIES, Repo
-from gateway.store.columns import clean_text, utcnow
+from gateway.store.columns import clean_text, rows_changed
 from gateway.store.models import memories
 
 
@@ -59,7 +60,7 @@ class MemoryOps(Repo):
                         .where(memories.c.scope == scope, memories.c.path == path)
                         .values(content=content, updated_at=now)
                     )
-                    if getattr(changed, "rowcount", 0) == 0:
+                    if rows_changed(changed) == 0:
                         await s.execute(
                             memories.insert().values(scope=scope, path=path, content=content, updated_at=now)
                         )
@@ -72,7 +73,7 @@ class MemoryOps(Repo):
         path = _strip(path)
         async with self._tx() as s:
             result = await s.execute(delete(memories).where(memories.c.scope == scope, _at_or_under(path)))
-            return int(getattr(result, "rowcount", 0))
+            return rows_changed(result)
 
     async def memory_rename(self, scope: str, old_path: str, new_path: str) -> int:
         """Move a file, or every file under a directory; refuses to overwrite existing files."""

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.clock import utcnow
 from agent.errors import NotFound, StoreError
 from agent.tokens import content_tokens
 from agent.types import ChatMessage, ContentBlock, RecallPage, content_text
 from gateway.store.base import CONFLICT_RETRIES, Repo, bump_view
-from gateway.store.columns import clean_json, clean_text, utcnow
+from gateway.store.columns import clean_json, clean_text
 from gateway.store.convert import to_message
 from gateway.store.models import messages, sessions
 from gateway.store.search_index import search_values
@@ -31,15 +31,18 @@ class MessageOps(Repo):
         """Persist at the end of the session (``seq = max + 1``); idempotent on ``platform_message_id``.
 
         The session row is locked (its ``view_version`` moved on) for the transaction that
-        reads ``max(seq)`` and inserts; should a unique key still conflict, the append is tried
-        again. The cached active view follows (write-through).
+        reads ``max(seq)`` and inserts (one thread hop on a SQLite file); should a unique key still
+        conflict, the append is tried again. The cached active view follows (write-through).
         """
         stored = prepared(message)
+
+        def work(conn: Connection) -> tuple[int, ChatMessage, bool]:
+            version = lock_view(conn, session_id)
+            return (version, *append_row(conn, session_id, stored))
+
         for _ in range(CONFLICT_RETRIES):
             try:
-                async with self._tx() as s:
-                    version = await lock_view(s, session_id)
-                    row, created = await append_row(s, session_id, stored)
+                version, row, created = await self._db.write_at_once(work)
             except IntegrityError:
                 continue  # lost a race we did not lock against: read the new state and try again
             self._views.advance(session_id, version, [row] if created else [])
@@ -49,15 +52,18 @@ class MessageOps(Repo):
     async def load_active(self, session_id: str) -> list[ChatMessage]:
         """The active view, from memory while its ``view_version`` is current (one indexed read),
         else from its rows."""
-        async with self._tx(write=False) as s:
-            version = await s.scalar(select(sessions.c.view_version).where(sessions.c.id == session_id))
+
+        def work(conn: Connection) -> tuple[int | None, list[ChatMessage] | None, list[ChatMessage]]:
+            version = conn.scalar(select(sessions.c.view_version).where(sessions.c.id == session_id))
             if version is None:
-                return []
+                return None, [], []  # no such session
             cached = self._views.get(session_id, int(version))
-            if cached is not None:
-                return cached
-            rows = await read_active(s, session_id)
-        return self._views.put(session_id, int(version), rows)
+            return int(version), cached, [] if cached is not None else read_active(conn, session_id)
+
+        version, cached, rows = await self._db.read_at_once(work)
+        if cached is not None or version is None:
+            return cached or []
+        return self._views.put(session_id, version, rows)
 
     async def get_message(self, message_id: int) -> ChatMessage:
         async with self._tx(write=False) as s:
@@ -145,7 +151,7 @@ def prepared(message: ChatMessage) -> ChatMessage:
     )
 
 
-async def lock_view(s: AsyncSession, session_id: str, **also: object) -> int:
+def lock_view(conn: Connection, session_id: str, **also: object) -> int:
     """Lock the session row for this transaction by moving its ``view_version`` on; the new version.
 
     One appender per session at a time (on PostgreSQL the UPDATE's row lock, which does not
@@ -158,45 +164,51 @@ async def lock_view(s: AsyncSession, session_id: str, **also: object) -> int:
         .values(view_version=sessions.c.view_version + 1, **also)
         .returning(sessions.c.view_version)
     )
-    version = await s.scalar(stmt)
+    version = conn.scalar(stmt)
     if version is None:
         raise NotFound(f"no session {session_id}")
     return int(version)
 
 
-async def read_active(s: AsyncSession, session_id: str) -> list[ChatMessage]:
+def read_active(conn: Connection, session_id: str) -> list[ChatMessage]:
     stmt = (
         select(*MESSAGE_COLUMNS)
         .where(messages.c.session_id == session_id, messages.c.active)
         .order_by(*ORDER)
     )
-    return [to_message(r) for r in (await s.execute(stmt)).mappings()]
+    return [to_message(r) for r in conn.execute(stmt).mappings()]
 
 
-async def append_row(s: AsyncSession, session_id: str, stored: ChatMessage) -> tuple[ChatMessage, bool]:
+_LAST_SEQ = (
+    select(func.max(messages.c.seq)).where(messages.c.session_id == bindparam("sid")).scalar_subquery()
+)
+_TOP = select(_LAST_SEQ)
+# Both lookups in one statement, each on its own index.
+_SAME_AND_TOP = select(
+    select(messages.c.id)
+    .where(messages.c.session_id == bindparam("sid"), messages.c.platform_message_id == bindparam("pmid"))
+    .scalar_subquery(),
+    _LAST_SEQ,
+)
+_INSERT = insert(messages).returning(messages.c.id)
+
+
+def append_row(conn: Connection, session_id: str, stored: ChatMessage) -> tuple[ChatMessage, bool]:
     """Insert ``stored`` at the end of the session (the row already locked); ``(row, created)``:
-    the row already there when its platform message id was stored before."""
-    last = select(func.max(messages.c.seq)).where(messages.c.session_id == session_id).scalar_subquery()
+    the row already there when its platform message id was stored before. The statements are
+    built once (building costs more than running them)."""
     if stored.platform_message_id is None:
         found_id = None
-        top = await s.scalar(select(last))
+        top = conn.scalar(_TOP, {"sid": session_id})
     else:
-        # Both lookups in one statement, each on its own index.
-        same = (
-            select(messages.c.id)
-            .where(
-                messages.c.session_id == session_id,
-                messages.c.platform_message_id == stored.platform_message_id,
-            )
-            .scalar_subquery()
-        )
-        found_id, top = (await s.execute(select(same, last))).one()
+        found_id, top = conn.execute(
+            _SAME_AND_TOP, {"sid": session_id, "pmid": stored.platform_message_id}
+        ).one()
     if found_id is not None:
-        existing = (await s.execute(select(messages).where(messages.c.id == found_id))).mappings().one()
+        existing = conn.execute(select(messages).where(messages.c.id == found_id)).mappings().one()
         return to_message(existing), False
     seq = (top or 0) + 1
-    insert_row = insert(messages).values(**row_values(session_id, stored), seq=seq).returning(messages.c.id)
-    new_id = await s.scalar(insert_row)
+    new_id = conn.scalar(_INSERT, {**row_values(session_id, stored), "seq": seq})
     estimate = content_tokens(stored.content)
     return replace(stored, id=int(new_id or 0), seq=seq, token_estimate=estimate), True
 

@@ -76,6 +76,8 @@ class SessionRow(Base):
     version: Mapped[int] = mapped_column(Integer)
     # Bumped with every change to the active set (migration 0008): keys the in-memory views.
     view_version: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    # What the chat's `overrides:` entry set when the session began, frozen (migration 0009).
+    chat_overrides: Mapped[dict[str, Any] | None] = mapped_column(Json)
 
     __mapper_args__ = {"version_id_col": version}  # noqa: RUF012 (SQLAlchemy reads it once)
     __table_args__ = (
@@ -111,6 +113,8 @@ class CompactionRow(Base):
     focus: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     restored_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Which strategy of the context engine made it (prune, snip, summary, sliding, ...).
+    strategy: Mapped[str] = mapped_column(String(32), server_default=sql_text("'summary'"))
 
     __table_args__ = (
         # ``number`` orders a session's compactions (timestamps can tie).
@@ -395,7 +399,77 @@ class ScheduledTaskRow(Base):
     )
 
 
+class RateScopeRow(Base):
+    """When the next send in one rate-limit scope may go (``telegram:global``, ``telegram:chat:42``),
+    shared by every worker: seconds since the epoch on the database's clock. A 429's
+    ``retry_after`` moves it forward, which pauses every sender to that scope."""
+
+    __tablename__ = "rate_scopes"
+
+    scope: Mapped[str] = mapped_column(String(160), primary_key=True)
+    next_at: Mapped[float] = mapped_column(Float)
+
+
 leases: Table = Base.metadata.tables["leases"]
+rate_scopes: Table = Base.metadata.tables["rate_scopes"]
 scheduler_jobs: Table = Base.metadata.tables["scheduler_jobs"]
 scheduled_tasks: Table = Base.metadata.tables["scheduled_tasks"]
 streams: Table = Base.metadata.tables["streams"]
+
+
+class EngineFailureRow(Base):
+    """A context engine that raised, timed out or planned something invalid; the built-in served."""
+
+    __tablename__ = "engine_failures"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str | None] = mapped_column(String(32))
+    engine: Mapped[str] = mapped_column(String(64))
+    operation: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+engine_failures: Table = Base.metadata.tables["engine_failures"]
+
+
+class StrategyRunRow(Base):
+    """A strategy run that made no compaction row: each call the API's tool-result clearing
+    cleared (``applied_edits``), counted with the compactions by ``/metrics`` and ``/context``."""
+
+    __tablename__ = "strategy_runs"
+    __table_args__ = (Index("ix_strategy_runs_session_id", "session_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(32))
+    strategy: Mapped[str] = mapped_column(String(32))
+    tokens_freed: Mapped[int] = mapped_column(Integer)
+    detail: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+strategy_runs: Table = Base.metadata.tables["strategy_runs"]
+
+
+class AdminOverrideRow(Base):
+    """A per-chat override an admin set on the admin page (beside the config's ``overrides:``).
+
+    ``thread`` is ``""`` for the whole chat (a key column cannot be NULL); a session starting in
+    the chat freezes what applies, as it does with the config's entries.
+    """
+
+    __tablename__ = "admin_overrides"
+
+    platform: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chat: Mapped[str] = mapped_column(String(128), primary_key=True)
+    thread: Mapped[str] = mapped_column(String(128), primary_key=True)
+    system_prompt: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(String(128))
+    summary_model: Mapped[str | None] = mapped_column(String(128))
+    budget_tokens: Mapped[int | None] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_by: Mapped[str] = mapped_column(String(255))
+
+
+admin_overrides: Table = Base.metadata.tables["admin_overrides"]

@@ -31,6 +31,9 @@ class SessionInfo:
     last_prompt_at: datetime | None
     compaction_count: int
     version: int
+    chat_overrides: dict[str, Any] | None = None
+    """What the chat's ``overrides:`` entry set when the session began (frozen): summary_model,
+    budget_tokens, and ``match`` naming the entry."""
 
     @property
     def ended(self) -> bool:

@@ -13,14 +13,18 @@ from gateway.store.audit_ops import AuditOps
 from gateway.store.cluster_ops import ClusterOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.dead_letter_ops import DeadLetterOps
+from gateway.store.engine_ops import EngineOps
 from gateway.store.erase_ops import EraseOps
 from gateway.store.export_ops import ExportOps
 from gateway.store.find_ops import FindOps
 from gateway.store.idle_ops import IdleOps
+from gateway.store.inbox_ops import InboxOps
 from gateway.store.job_ops import JobOps
 from gateway.store.memory_ops import MemoryOps
 from gateway.store.message_ops import MessageOps
-from gateway.store.queue_ops import QueueOps
+from gateway.store.outbox_ops import OutboxOps
+from gateway.store.override_ops import OverrideOps
+from gateway.store.rate_ops import RateOps
 from gateway.store.retention_ops import RetentionOps
 from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
@@ -34,9 +38,11 @@ from gateway.store.usage_ops import UsageOps
 class Store(
     SessionOps,
     MessageOps,
+    OverrideOps,
     CompactionOps,
     SearchOps,
-    QueueOps,
+    InboxOps,
+    OutboxOps,
     MemoryOps,
     UsageOps,
     AdminOps,
@@ -53,6 +59,8 @@ class Store(
     StreamOps,
     ClusterOps,
     TurnOps,
+    EngineOps,
+    RateOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 

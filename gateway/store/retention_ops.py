@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy import and_, delete, exists, select
 
 from gateway.store.base import Repo
+from gateway.store.columns import rows_changed
 from gateway.store.models import compactions, messages
 
 BATCH = 200
@@ -58,5 +59,5 @@ class RetentionOps(Repo):
                         )
                     )
                 )
-                deleted += int(getattr(result, "rowcount", 0) or 0)
+                deleted += rows_changed(result)
                 pruned += len(ids)

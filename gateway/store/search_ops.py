@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import RowMapping, func, select, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, RowMapping, func, select, text
 
 from agent.types import SearchFilters, SearchHit, SearchSort
 from gateway.store.base import Repo, chunks
@@ -47,10 +46,10 @@ _HIT_COLUMNS = (
 )
 
 
-async def _read_hits(s: AsyncSession, page: Sequence[Found], parsed: ParsedQuery) -> list[SearchHit]:
+def _read_hits(conn: Connection, page: Sequence[Found], parsed: ParsedQuery) -> list[SearchHit]:
     rows: dict[int, RowMapping] = {}
     for part in chunks([f.id for f in page]):
-        result = await s.execute(select(*_HIT_COLUMNS).where(messages.c.id.in_(part)))
+        result = conn.execute(select(*_HIT_COLUMNS).where(messages.c.id.in_(part)))
         rows.update((int(row["id"]), row) for row in result.mappings())
     return [
         SearchHit(
@@ -73,7 +72,7 @@ async def _read_hits(s: AsyncSession, page: Sequence[Found], parsed: ParsedQuery
     ]
 
 
-async def _postgres_setup(s: AsyncSession) -> int:
+def _postgres_setup(conn: Connection) -> int:
     """Set this transaction up for search; the highest message id (one round trip)."""
     # The subquery is planned before set_config runs, so max(id) still reads the primary key.
     # plan_cache_mode: psycopg prepares a statement on its 5th run, and PostgreSQL may then
@@ -86,7 +85,7 @@ async def _postgres_setup(s: AsyncSession) -> int:
         " set_config('enable_indexscan', 'off', true),"
         " (SELECT coalesce(max(id), 0) FROM messages)"
     )
-    row = (await s.execute(setup)).one()
+    row = conn.execute(setup).one()
     return int(row[2])
 
 
@@ -108,12 +107,17 @@ class SearchOps(Repo):
         offset = max(offset, 0)
         if not parsed.usable or limit <= 0:
             return []
-        sql: SearchSql = SqliteSearch() if self._db.dialect == "sqlite" else PostgresSearch()
-        async with self._tx(write=False) as s:
-            top = await _postgres_setup(s) if self._db.dialect == "postgresql" else 0
-            need, window = offset + limit, self.rank_window
-            found = await find(s, sql, parsed, filters, need=need, sort=sort, window=window, top=top)
-            return await _read_hits(s, found[offset:], parsed)
+        postgres = self._db.dialect == "postgresql"
+        sql: SearchSql = PostgresSearch() if postgres else SqliteSearch()
+        need, window = offset + limit, self.rank_window
+
+        def work(conn: Connection) -> list[SearchHit]:
+            top = _postgres_setup(conn) if postgres else 0
+            found = find(conn, sql, parsed, filters, need=need, sort=sort, window=window, top=top)
+            return _read_hits(conn, found[offset:], parsed)
+
+        # Every statement of a search in one read transaction, and on SQLite in one thread hop.
+        return await self._db.read_at_once(work)
 
     async def search_index_problem(self) -> str | None:
         """What is missing from the search indexes, in one line; ``None`` when nothing is.

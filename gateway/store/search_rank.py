@@ -7,18 +7,21 @@ common words costs tens of milliseconds at a million rows however few rows are r
 matches here costs the same for any query, and orders hits identically on both engines.
 
 Every hit of the words tier holds every positive term (the query is an AND), so terms
-are weighted alike: the score of a message is the sum, over the positive terms, of
+are weighted alike (no IDF): the score of a message is the sum, over the positive terms, of
 BM25's saturated term frequency ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))``,
-where ``tf`` counts the occurrences of the term's text (case and accents ignored; at least
-one, since the index matched it) and ``len`` is the message's length in characters,
-``avg_len`` the mean over the ranked messages. Ties go to the newest. Counting with
-``str.count`` rather than a word-boundary regex keeps 500 candidates under a few
-milliseconds; a term found inside a longer word counts too, which barely moves a
-saturated score.
+where ``tf`` counts the term's occurrences as whole words (a phrase as consecutive words, a
+prefix as words starting with it, a CJK term as its characters in a row; case and accents
+ignored; at least one, since the index matched it), ``len`` is the message's length in words
+and ``avg_len`` the mean over the ranked messages. Ties go to the
+newest. A word is a run of letters and digits, as FTS5's ``unicode61`` cuts them (one
+translation and string counts keep 500 candidates at ~2 ms); counting whole words rather than the
+term's text anywhere (``ko`` inside ``saiko``) is what makes the order agree with a BM25
+ranking (docs/search.md has the figures).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,20 +45,42 @@ class Candidate:
     chars: int
 
 
+_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+_SEPARATOR = re.compile(r"[\W_]+")
+
+
+def _words(text: str) -> list[str]:
+    """``text``'s words: runs of letters and digits."""
+    return (text.translate(_ASCII_SEPARATORS) if text.isascii() else _SEPARATOR.sub(" ", text)).split()
+
+
+def _needle(literal: str, *, prefix: bool, cjk: bool) -> tuple[str, bool]:
+    """What to count: in the text itself (``True``: a CJK term), or in its words joined so that
+    each has two spaces of its own (``False``: a word, a phrase, or a prefix open at its end)."""
+    if cjk:
+        return literal, True
+    body = "  ".join(literal.split())
+    return (f" {body}" if prefix else f" {body} "), False
+
+
 def rank(candidates: Sequence[Candidate], parsed: ParsedQuery) -> list[tuple[int, float]]:
     """``(id, score)`` of ``candidates``, best first (ties: newest first)."""
     if not candidates:
         return []
-    literals = [folded(t.literal) for t in parsed.positive]
-    avg = sum(max(c.chars, 1) for c in candidates) / len(candidates)
-    scored: list[tuple[int, float]] = []
+    needles = [_needle(folded(t.literal), prefix=t.prefix, cjk=t.cjk) for t in parsed.positive]
+    texts: list[tuple[int, str, str, float, float]] = []
     for c in candidates:
         text = folded(c.text)
+        words = _words(text)
         scale = c.chars / len(c.text) if c.chars > len(c.text) > 0 else 1.0
-        norm = K1 * (1 - B + B * max(c.chars, 1) / avg)
+        texts.append((c.id, text, f" {'  '.join(words)} ", scale, max(len(words) * scale, 1.0)))
+    avg = sum(t[4] for t in texts) / len(texts)
+    scored: list[tuple[int, float]] = []
+    for cid, text, joined, scale, length in texts:
+        norm = K1 * (1 - B + B * length / avg)
         score = 0.0
-        for literal in literals:
-            tf = max(1.0, text.count(literal) * scale)
+        for needle, in_text in needles:
+            tf = max(1.0, (text if in_text else joined).count(needle) * scale)
             score += tf * (K1 + 1) / (tf + norm)
-        scored.append((c.id, score))
+        scored.append((cid, score))
     return sorted(scored, key=lambda s: (-s[1], -s[0]))

@@ -49,6 +49,7 @@ from gateway.store.search_query import (
     ts_all,
     ts_any,
 )
+from gateway.store.search_rank import SCORE_CHARS
 
 
 def visible(filters: SearchFilters) -> list[ColumnElement[bool]]:
@@ -71,6 +72,8 @@ def visible(filters: SearchFilters) -> list[ColumnElement[bool]]:
         conditions.append(messages.c.created_at >= filters.since)
     if filters.until is not None:
         conditions.append(messages.c.created_at < filters.until)
+    if filters.before_id is not None:
+        conditions.append(messages.c.id < filters.before_id)
     if filters.state == "active":
         conditions.append(messages.c.active.is_(True))
     elif filters.state == "archived":
@@ -86,6 +89,18 @@ def _with_sessions(stmt: Select[Any], filters: SearchFilters) -> Select[Any]:
 
 def _newest_first(stmt: Select[Any], order_by: ColumnElement[Any], limit: int) -> Select[Any]:
     return stmt.order_by(order_by.desc()).limit(limit)
+
+
+SCORED: tuple[ColumnElement[Any], ...] = (
+    messages.c.id,
+    func.substr(messages.c.text, 1, SCORE_CHARS),
+    func.length(messages.c.text),
+)
+"""A words-tier hit as relevance reads it: its id, the start of its text, its length."""
+
+
+def _columns(scored: bool) -> tuple[ColumnElement[Any], ...]:
+    return SCORED if scored else (messages.c.id,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +135,10 @@ class SearchSql(Protocol):
     should look in id ranges that widen from the newest (see ``gateway.store.search_ops``)."""
 
     def words(
-        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int, scored: bool = False
     ) -> Select[Any] | None:
-        """``(id,)`` of words-tier hits."""
+        """``(id,)`` of words-tier hits; ``scored``: ``(id, text, length)``, what relevance scores
+        (:data:`SCORED`)."""
 
     def substrings(
         self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
@@ -150,12 +166,12 @@ class SqliteSearch:
     scan_by_ranges = False
 
     def words(
-        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int, scored: bool = False
     ) -> Select[Any] | None:
         match = to_fts5(parsed)
         if match is None:
             return None
-        stmt = select(messages.c.id).select_from(_FTS.join(messages, messages.c.id == _FTS.c.rowid))
+        stmt = select(*_columns(scored)).select_from(_FTS.join(messages, messages.c.id == _FTS.c.rowid))
         stmt = _with_sessions(stmt, filters).where(_match("messages_fts", "words", match), *visible(filters))
         return _newest_first(ids.bound(stmt, _FTS.c.rowid), _FTS.c.rowid, limit)
 
@@ -250,12 +266,12 @@ class PostgresSearch:
     scan_by_ranges = True
 
     def words(
-        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
+        self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int, scored: bool = False
     ) -> Select[Any] | None:
         conditions = _tier1(parsed)
         if conditions is None:
             return None
-        stmt = _with_sessions(select(messages.c.id), filters)
+        stmt = _with_sessions(select(*_columns(scored)), filters)
         stmt = stmt.where(*_unindexed(conditions, ids), *visible(filters))
         return _newest_first(ids.bound(stmt, messages.c.id), messages.c.id, limit)
 

@@ -24,14 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, Select
 
 from agent.types import SearchFilters, SearchSort
-from gateway.store.base import chunks
-from gateway.store.models import messages
 from gateway.store.search_query import ParsedQuery
-from gateway.store.search_rank import SCORE_CHARS, Candidate, rank
+from gateway.store.search_rank import Candidate, rank
 from gateway.store.search_sql import IdRange, SearchSql
 
 FIRST_SPAN = 4
@@ -60,8 +57,8 @@ Statement = Callable[[IdRange, int], Select[Any] | None]
 """A statement for the ids in a range, newest first, with a limit."""
 
 
-async def newest(
-    s: AsyncSession,
+def newest(
+    conn: Connection,
     sql: SearchSql,
     statement: Statement,
     need: int,
@@ -77,7 +74,7 @@ async def newest(
         return []
     if not sql.scan_by_ranges:
         stmt = statement(IdRange(below=below), need)
-        return [] if stmt is None else (await s.execute(stmt)).all()
+        return [] if stmt is None else conn.execute(stmt).all()
     high = top + 1 if below is None else below
     span = first_span or max(FIRST_SPAN * need, MIN_FIRST_SPAN)
     found: list[Sequence[Any]] = []
@@ -88,7 +85,7 @@ async def newest(
             []
             if (stmt := statement(IdRange(above=low or None, below=high, scan=scan), need - len(found)))
             is None
-            else (await s.execute(stmt)).all()
+            else conn.execute(stmt).all()
         )
         found += rows
         density = len(rows) / max(high - 1 - low, 1)
@@ -102,19 +99,8 @@ async def newest(
     return found
 
 
-async def _candidates(s: AsyncSession, ids: list[int]) -> list[Candidate]:
-    """What relevance scores each of ``ids`` on (read once the ids are known: no text is read
-    for a row that is not ranked)."""
-    columns = (messages.c.id, func.substr(messages.c.text, 1, SCORE_CHARS), func.length(messages.c.text))
-    out: list[Candidate] = []
-    for part in chunks(ids):
-        rows = await s.execute(select(*columns).where(messages.c.id.in_(part)))
-        out += [Candidate(int(r[0]), str(r[1] or ""), int(r[2] or 0)) for r in rows]
-    return out
-
-
-async def find(
-    s: AsyncSession,
+def find(
+    conn: Connection,
     sql: SearchSql,
     parsed: ParsedQuery,
     filters: SearchFilters,
@@ -129,22 +115,26 @@ async def find(
     def words(ids: IdRange, limit: int) -> Select[Any] | None:
         return sql.words(parsed, filters, ids, limit=limit)
 
+    def scored(ids: IdRange, limit: int) -> Select[Any] | None:
+        # The ranked rows carry what they are scored on: no second read of the same rows.
+        return sql.words(parsed, filters, ids, limit=limit, scored=True)
+
     found: list[Found] = []
     if sort == "recent":
-        found = [Found(int(r[0]), 0.0, False) for r in await newest(s, sql, words, need, below=None, top=top)]
+        found = [Found(int(r[0]), 0.0, False) for r in newest(conn, sql, words, need, below=None, top=top)]
     else:
-        rows = await newest(s, sql, words, window, below=None, top=top)
-        candidates = await _candidates(s, [int(r[0]) for r in rows])
+        rows = newest(conn, sql, scored, window, below=None, top=top)
+        candidates = [Candidate(int(r[0]), str(r[1] or ""), int(r[2] or 0)) for r in rows]
         found = [Found(cid, score, False) for cid, score in rank(candidates, parsed)[:need]]
         if len(candidates) == window:  # more matches than were ranked: the older ones follow
             oldest = min(c.id for c in candidates)
-            older = await newest(s, sql, words, need - len(found), below=oldest, top=top)
+            older = newest(conn, sql, words, need - len(found), below=oldest, top=top)
             found += [Found(int(r[0]), 0.0, False) for r in older]
     if len(found) < need:
 
         def substrings(ids: IdRange, limit: int) -> Select[Any] | None:
             return sql.substrings(parsed, filters, ids, limit=limit)
 
-        more = await newest(s, sql, substrings, need - len(found), below=None, top=top)
+        more = newest(conn, sql, substrings, need - len(found), below=None, top=top)
         found += [Found(int(r[0]), 0.0, True) for r in more]
     return found

@@ -5,15 +5,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
+from agent.clock import utcnow
 from agent.errors import NotFound, StoreError
 from agent.types import ContextState
 from gateway.store.base import CONFLICT_RETRIES, Repo
-from gateway.store.columns import clean_json, utcnow
+from gateway.store.columns import clean_json
 from gateway.store.convert import state_from_json, state_to_json, to_session, to_session_summary
 from gateway.store.models import SessionRow, compactions, messages, sessions
 from gateway.store.records import SessionInfo, SessionSummary
@@ -30,8 +32,10 @@ class SessionOps(Repo):
         user_id: str | None = None,
         system_prompt: str,
         model: str,
+        chat_overrides: dict[str, Any] | None = None,
     ) -> SessionInfo:
-        """The current session for ``key``, created (with this frozen system prompt) if there is none."""
+        """The current session for ``key``, created (with this frozen system prompt, model and chat
+        overrides) if there is none."""
         for _ in range(CONFLICT_RETRIES):
             try:
                 async with self._tx() as s:
@@ -49,6 +53,7 @@ class SessionOps(Repo):
                             user_id=user_id,
                             system_prompt=system_prompt.replace("\x00", ""),
                             model=model,
+                            chat_overrides=chat_overrides,
                             created_at=now,
                             last_activity_at=now,
                             compaction_count=0,
@@ -146,7 +151,7 @@ class SessionOps(Repo):
 
     async def save_context_state(self, session_id: str, state: ContextState) -> None:
         """Persist compression bookkeeping: one UPDATE (the row's ``version`` moves on, as any
-        update of it does)."""
+        update of it does), one thread hop on a SQLite file."""
         stmt = (
             update(sessions)
             .where(sessions.c.id == session_id)
@@ -158,6 +163,5 @@ class SessionOps(Repo):
             )
             .returning(sessions.c.id)
         )
-        async with self._tx() as s:
-            if await s.scalar(stmt) is None:
-                raise NotFound(f"no session {session_id}")
+        if await self._db.write_at_once(lambda conn: conn.scalar(stmt)) is None:
+            raise NotFound(f"no session {session_id}")

@@ -16,9 +16,10 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from gateway.store.base import CONFLICT_RETRIES, Repo
-from gateway.store.columns import clean_json, clean_text
+from gateway.store.columns import clean_json, clean_text, rows_changed
 from gateway.store.lease_ops import serialize
 from gateway.store.models import inbox, scheduled_tasks
+from gateway.wire import InboxPayload
 
 TaskKind = Literal["at", "cron", "every"]
 TaskStatus = Literal["active", "done", "cancelled"]
@@ -162,7 +163,7 @@ class TaskOps(Repo):
                 .where(*where)
                 .values(status="cancelled", ended_at=now, next_run_at=None)
             )
-            if not getattr(result, "rowcount", 0):
+            if not rows_changed(result):
                 return None
             row = (
                 (await s.execute(select(scheduled_tasks).where(scheduled_tasks.c.id == task_id)))
@@ -183,7 +184,7 @@ class TaskOps(Repo):
             return [_record(r) for r in (await s.execute(stmt)).mappings()]
 
     async def task_fire(
-        self, task: TaskRecord, *, now: datetime, next_run_at: datetime | None, payload: dict[str, Any]
+        self, task: TaskRecord, *, now: datetime, next_run_at: datetime | None, payload: InboxPayload
     ) -> int | None:
         """Queue ``task``'s next run in its chat's inbox and advance the task, in one transaction.
 
@@ -207,7 +208,7 @@ class TaskOps(Repo):
                     ended_at=None if next_run_at is not None else now,
                 )
             )
-            if not getattr(advanced, "rowcount", 0):
+            if not rows_changed(advanced):
                 return None
             message_id = run_message_id(task.id, run)
             exists = await s.scalar(

@@ -1,8 +1,9 @@
 """The hot path of a turn: what the gateway stores between the inbox and the agent's call.
 
-One transaction appends the turn's messages, touches the session, reads its compression state
-and yields the active view (from memory while its version is current), where separate calls
-took a transaction each and read the whole view again.
+One transaction claims the turn's inbox items, reads the key's session, appends the messages,
+touches the session, reads its compression state and gives the active view (from memory while
+its version is current), where separate calls took a transaction each and read the whole view
+again. On a SQLite file it runs whole in one worker-thread call.
 """
 
 from __future__ import annotations
@@ -11,19 +12,36 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.errors import NotFound, StoreError
+from agent.clock import utcnow
+from agent.errors import NotFound, StoreError, WriteConflict
 from agent.types import ChatMessage, ContextState
 from gateway.store.base import CONFLICT_RETRIES, Repo
-from gateway.store.columns import utcnow
-from gateway.store.convert import state_from_json, to_session
+from gateway.store.convert import SESSION_FIELDS, state_from_json, to_session
+from gateway.store.inbox_ops import claim_in
 from gateway.store.message_ops import append_row, prepared, read_active
-from gateway.store.models import SessionRow, sessions
-from gateway.store.queue_ops import claim_in
+from gateway.store.models import sessions
 from gateway.store.records import InboxRecord, SessionInfo
+
+SESSION_COLUMNS = tuple(sessions.c[name] for name in SESSION_FIELDS)
+_Appended = tuple[str, int, list[tuple[ChatMessage, bool]], list[ChatMessage], ContextState]
+
+# Built once: on the hot path building a statement costs more than SQLite running it.
+_CURRENT_SESSION = select(*SESSION_COLUMNS).where(
+    sessions.c.key == bindparam("key"), sessions.c.ended_at.is_(None)
+)
+_TOUCH = (
+    update(sessions)
+    .where(sessions.c.id == bindparam("sid"))
+    .values(
+        view_version=sessions.c.view_version + 1,
+        last_activity_at=bindparam("at", type_=sessions.c.last_activity_at.type),
+        version=sessions.c.version + 1,
+    )
+    .returning(sessions.c.view_version, sessions.c.context_state)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,20 +56,20 @@ class AppendedTurn:
     """The session's compression bookkeeping, read in the same transaction."""
 
 
-Prebuild = Callable[[list[InboxRecord], SessionInfo], list[ChatMessage] | None]
-"""Given the claimed items and their session, the messages to append in the claim's own
-transaction, or None when they need more than that (media, an edit, a command, a reset...)."""
+ClaimPlan = Callable[[list[InboxRecord], SessionInfo], Sequence[ChatMessage] | None]
+"""Given the claimed items and the key's session, the messages to append in the claim's
+transaction, or None to append nothing. A pure function: it may run in a worker thread."""
 
 
 @dataclass(frozen=True, slots=True)
-class ClaimedTurn:
-    """What :meth:`TurnOps.claim_turn` took and read."""
+class TurnClaim:
+    """One key's claim: the items taken, the key's current session, and what the plan appended."""
 
     items: list[InboxRecord]
     session: SessionInfo | None
     """The key's current session (None: it has none yet, or nothing was claimed)."""
-    appended: AppendedTurn | None = None
-    """The items' messages, when ``prebuild`` gave them and they were appended in the same transaction."""
+    appended: AppendedTurn | None
+    """The items' messages as the plan appended them (None: it appended nothing)."""
 
 
 class TurnOps(Repo):
@@ -62,40 +80,46 @@ class TurnOps(Repo):
         lease_seconds: float,
         session_key: str,
         limit: int = 50,
-        prebuild: Prebuild | None = None,
+        plan: ClaimPlan | None = None,
         at: datetime | None = None,
-    ) -> ClaimedTurn:
-        """:meth:`~gateway.store.queue_ops.QueueOps.inbox_claim` for one key and, when anything was
-        claimed, the key's current session, in one transaction; with ``prebuild``, the messages it
-        gives are appended in that transaction too (as :meth:`append_turn` does, at ``at``)."""
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                async with self._tx() as s:
-                    items = await claim_in(
-                        s,
-                        self.db.dialect,
-                        worker=worker,
-                        lease_seconds=lease_seconds,
-                        session_key=session_key,
-                        limit=limit,
-                    )
-                    if not items:
-                        return ClaimedTurn([], None)
-                    row = await s.scalar(
-                        select(SessionRow).where(SessionRow.key == session_key, SessionRow.ended_at.is_(None))
-                    )
-                    info = None if row is None else to_session(row)
-                    new = None if info is None or prebuild is None else prebuild(items, info)
-                    if info is None or new is None:
-                        return ClaimedTurn(items, info)
-                    version, stored, view, state = await self._append_in(
-                        s, info.id, [prepared(m) for m in new], at or utcnow()
-                    )
-            except IntegrityError:
-                continue  # lost a race we did not lock against: claim and append again
-            appended = AppendedTurn(stored, self._views.put(info.id, version, view), state)
-            return ClaimedTurn(items, info, appended)
-        raise StoreError(f"could not append to the session of {session_key}: too many concurrent writers")
+    ) -> TurnClaim:
+        """:meth:`~gateway.store.inbox_ops.InboxOps.inbox_claim` for one key, the key's current
+        session and, when ``plan`` returns messages for them, their append (as :meth:`append_turn`,
+        at ``at``), in one transaction: on a SQLite file one worker-thread call, where a statement
+        each would be a thread hop each. Losing a race on the append raises
+        :class:`~agent.errors.WriteConflict` (nothing was claimed: claim again)."""
+        dialect = self.db.dialect
+
+        def work(conn: Connection) -> tuple[list[InboxRecord], SessionInfo | None, _Appended | None]:
+            items = claim_in(
+                conn,
+                dialect,
+                worker=worker,
+                lease_seconds=lease_seconds,
+                session_key=session_key,
+                limit=limit,
+            )
+            if not items:
+                return items, None, None
+            row = conn.execute(_CURRENT_SESSION, {"key": session_key}).first()
+            info = None if row is None else to_session(row)
+            new = None if info is None or plan is None else plan(items, info)
+            if info is None or new is None:
+                return items, info, None
+            return (
+                items,
+                info,
+                (info.id, *self.append_in(conn, info.id, [prepared(m) for m in new], at or utcnow())),
+            )
+
+        try:
+            items, info, appended = await self.db.write_at_once(work)
+        except IntegrityError as exc:
+            raise WriteConflict(f"lost a race appending to the session of {session_key}") from exc
+        if appended is None:
+            return TurnClaim(items, info, None)
+        sid, version, stored, view, state = appended
+        return TurnClaim(items, info, AppendedTurn(stored, self._views.put(sid, version, view), state))
 
     async def append_turn(self, session_id: str, new: Sequence[ChatMessage], *, at: datetime) -> AppendedTurn:
         """Append ``new`` (idempotent on platform message ids, in order), set the session's last
@@ -104,36 +128,27 @@ class TurnOps(Repo):
         ready = [prepared(m) for m in new]
         for _ in range(CONFLICT_RETRIES):
             try:
-                async with self._tx() as s:
-                    version, stored, view, state = await self._append_in(s, session_id, ready, at)
+                version, stored, view, state = await self.db.write_at_once(
+                    lambda conn: self.append_in(conn, session_id, ready, at)
+                )
             except IntegrityError:
                 continue  # lost a race we did not lock against: read the new state and try again
             return AppendedTurn(stored, self._views.put(session_id, version, view), state)
         raise StoreError(f"could not append to session {session_id}: too many concurrent writers")
 
-    async def _append_in(
-        self, s: AsyncSession, session_id: str, ready: list[ChatMessage], at: datetime
+    def append_in(
+        self, conn: Connection, session_id: str, ready: list[ChatMessage], at: datetime
     ) -> tuple[int, list[tuple[ChatMessage, bool]], list[ChatMessage], ContextState]:
         # Locks the row (see message_ops.lock_view) and reads the state with it; ``version``
         # moves on too: this is an update of the row (optimistic locking).
-        stmt = (
-            update(sessions)
-            .where(sessions.c.id == session_id)
-            .values(
-                view_version=sessions.c.view_version + 1,
-                last_activity_at=at,
-                version=sessions.c.version + 1,
-            )
-            .returning(sessions.c.view_version, sessions.c.context_state)
-        )
-        row = (await s.execute(stmt)).one_or_none()
+        row = conn.execute(_TOUCH, {"sid": session_id, "at": at}).one_or_none()
         if row is None:
             raise NotFound(f"no session {session_id}")
         version, state = int(row[0]), state_from_json(row[1])
-        stored = [await append_row(s, session_id, m) for m in ready]
+        stored = [append_row(conn, session_id, m) for m in ready]
         view = self._views.get(session_id, version - 1)
         if view is None:
-            view = await read_active(s, session_id)
+            view = read_active(conn, session_id)
         else:
             view += [m for m, created in stored if created]
         return version, stored, view, state

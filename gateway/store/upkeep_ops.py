@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import delete, func, text
 
 from gateway.store.base import Repo
+from gateway.store.columns import rows_changed
 from gateway.store.models import inbox, outbox, scheduled_tasks, streams
 
 HOT_TABLES = ("sessions", "messages", "compactions", "usage", "inbox", "outbox", "scheduled_tasks")
@@ -61,10 +62,10 @@ class UpkeepOps(Repo):
                 delete(streams).where(streams.c.status != "open", streams.c.updated_at < before)
             )
             return {
-                "streams_pruned": int(getattr(streams_gone, "rowcount", 0) or 0),
-                "inbox_pruned": int(getattr(inbox_gone, "rowcount", 0) or 0),
-                "outbox_pruned": int(getattr(outbox_gone, "rowcount", 0) or 0),
-                "tasks_pruned": int(getattr(tasks_gone, "rowcount", 0) or 0),
+                "streams_pruned": rows_changed(streams_gone),
+                "inbox_pruned": rows_changed(inbox_gone),
+                "outbox_pruned": rows_changed(outbox_gone),
+                "tasks_pruned": rows_changed(tasks_gone),
             }
 
     async def optimize_engine(self) -> dict[str, int]:

@@ -7,17 +7,19 @@ days, not calls.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Select, func, insert, select
+from sqlalchemy import ColumnElement, Connection, Insert, Select, func, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from agent.clock import utcnow
 from agent.types import UsageRecord
 from gateway.store.base import Repo
-from gateway.store.columns import clean_text, utcnow
+from gateway.store.columns import clean_text
 from gateway.store.models import audit, sessions, usage, usage_daily
 from gateway.store.records import UsageSummary
 
@@ -82,6 +84,18 @@ def _sums() -> list[ColumnElement[Any]]:
     return [func.coalesce(func.sum(usage_daily.c[name]), 0).label(name) for name in _SUMMED]
 
 
+@functools.cache
+def _usage_statements(dialect: str) -> tuple[Insert, Insert]:
+    """The call's row and the upsert of its day's roll-up, built once (values bound per call)."""
+    dialect_insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
+    upsert = dialect_insert(usage_daily)
+    add_to_day = upsert.on_conflict_do_update(
+        index_elements=["session_id", "day"],
+        set_={name: usage_daily.c[name] + upsert.excluded[name] for name in _SUMMED},
+    )
+    return insert(usage), add_to_day
+
+
 class UsageOps(Repo):
     async def record_usage(self, session_id: str, record: UsageRecord, *, at: datetime | None = None) -> None:
         """Store one call's usage (``at`` defaults to now) and add it to its day's roll-up."""
@@ -95,29 +109,27 @@ class UsageOps(Repo):
             "output_tokens": u.output_tokens,
             "cost_usd": record.cost_usd,
         }
-        async with self._tx() as s:
-            await s.execute(
-                insert(usage).values(
-                    session_id=session_id,
-                    model=record.model,
-                    purpose=record.purpose,
-                    input_tokens=u.input_tokens,
-                    cache_write_tokens=u.cache_creation_input_tokens,
-                    cache_read_tokens=u.cache_read_input_tokens,
-                    output_tokens=u.output_tokens,
-                    cost_usd=record.cost_usd,
-                    estimated=record.estimated,
-                    created_at=now,
-                )
-            )
-            dialect_insert = sqlite.insert if self._db.dialect == "sqlite" else postgresql.insert
-            upsert = dialect_insert(usage_daily).values(session_id=session_id, day=day_of(now), **added)
-            await s.execute(
-                upsert.on_conflict_do_update(
-                    index_elements=["session_id", "day"],
-                    set_={name: usage_daily.c[name] + upsert.excluded[name] for name in added},
-                )
-            )
+        add_call, add_to_day = _usage_statements(self._db.dialect)
+        call = {
+            "session_id": session_id,
+            "model": record.model,
+            "purpose": record.purpose,
+            "input_tokens": u.input_tokens,
+            "cache_write_tokens": u.cache_creation_input_tokens,
+            "cache_read_tokens": u.cache_read_input_tokens,
+            "output_tokens": u.output_tokens,
+            "cost_usd": record.cost_usd,
+            "estimated": record.estimated,
+            "created_at": now,
+        }
+        day = {"session_id": session_id, "day": day_of(now), **added}
+
+        def write(conn: Connection) -> None:
+            conn.execute(add_call, call)
+            conn.execute(add_to_day, day)
+
+        # One worker-thread call on SQLite: every model call records its usage.
+        await self._db.write_at_once(write)
 
     async def usage_summary(self, session_id: str) -> UsageSummary:
         stmt = select(

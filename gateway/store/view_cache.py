@@ -14,10 +14,14 @@ loads the view afresh.
 
 Bounded: at most ``capacity`` sessions (least recently used out first), and a view unused for
 ``idle_seconds`` is dropped (an idle chat holds no memory).
+
+Thread-safe: on a SQLite file a turn's claim runs whole in a worker thread (one thread hop for
+the transaction), and reads and extends the cached view there.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -58,6 +62,7 @@ class ActiveViews:
         self._idle = idle_seconds
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
@@ -66,23 +71,25 @@ class ActiveViews:
 
     def get(self, session_id: str, version: int) -> list[ChatMessage] | None:
         """A copy of the cached view when it is at ``version``; None otherwise (and a stale one goes)."""
-        entry = self._entries.get(session_id)
-        if entry is None or entry.version != version:
-            if entry is not None:
-                del self._entries[session_id]
-            self.misses += 1
-            return None
-        self.hits += 1
-        entry.used = self._clock()
-        self._entries.move_to_end(session_id)
-        return list(entry.messages)
+        with self._lock:
+            entry = self._entries.get(session_id)
+            if entry is None or entry.version != version:
+                if entry is not None:
+                    del self._entries[session_id]
+                self.misses += 1
+                return None
+            self.hits += 1
+            entry.used = self._clock()
+            self._entries.move_to_end(session_id)
+            return list(entry.messages)
 
     def put(self, session_id: str, version: int, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         """Keep ``messages`` as the view at ``version``; returns a copy for the caller."""
         view = [with_estimate(m) for m in messages]
-        self._entries[session_id] = _Entry(version, view, self._clock())
-        self._entries.move_to_end(session_id)
-        self._evict()
+        with self._lock:
+            self._entries[session_id] = _Entry(version, view, self._clock())
+            self._entries.move_to_end(session_id)
+            self._evict()
         return list(view)
 
     def advance(self, session_id: str, new_version: int, appended: Sequence[ChatMessage]) -> None:
@@ -91,20 +98,22 @@ class ActiveViews:
         Only a cached view at exactly ``new_version - 1`` is extended: anything else means a
         change this cache did not see, and the view is dropped.
         """
-        entry = self._entries.get(session_id)
-        if entry is None:
-            return
-        if entry.version != new_version - 1:
-            del self._entries[session_id]
-            return
-        entry.messages.extend(with_estimate(m) for m in appended)
-        entry.version = new_version
-        entry.used = self._clock()
-        self._entries.move_to_end(session_id)
+        with self._lock:
+            entry = self._entries.get(session_id)
+            if entry is None:
+                return
+            if entry.version != new_version - 1:
+                del self._entries[session_id]
+                return
+            entry.messages.extend(with_estimate(m) for m in appended)
+            entry.version = new_version
+            entry.used = self._clock()
+            self._entries.move_to_end(session_id)
 
     def drop(self, *session_ids: str) -> None:
-        for session_id in session_ids:
-            self._entries.pop(session_id, None)
+        with self._lock:
+            for session_id in session_ids:
+                self._entries.pop(session_id, None)
 
     def _evict(self) -> None:
         horizon = self._clock() - self._idle

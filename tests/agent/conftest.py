@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.errors import LLMError
 from agent.prompts import SECTIONS
 from agent.provider import LLMRequest, LLMResponse

@@ -9,9 +9,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.compressor import ContextCompressor
+from agent.context_engine import ContextEngine
+from agent.engines.compressor.engine import ContextCompressor
 from agent.llm import AnthropicProvider
-from agent.loop import AgentLoop, TurnResult
+from agent.loop import AgentLoop
+from agent.loop_turn import TurnResult
+from agent.provider import LLMProvider
 from agent.settings import CompressionSettings, LLMSettings, PromptCachingSettings
 from agent.tools import ToolRegistry, default_registry
 from agent.transcript import validate_messages
@@ -111,6 +114,7 @@ async def rig(
     tools: ToolRegistry | None = None,
     session: AgentSession | None = None,
     store: InMemoryStore | None = None,
+    engine: Callable[[LLMProvider], ContextEngine] | None = None,
 ) -> AsyncIterator[Rig]:
     session = session or make_session(context_window=context_window)
     script = ChatScript()
@@ -119,13 +123,17 @@ async def rig(
         provider = AnthropicProvider(api_key="test", base_url=fake.base_url, settings=llm)
         try:
             store = store if store is not None else InMemoryStore()
-            engine = ContextCompressor(
-                compression or CompressionSettings(), provider, summary_model=SUMMARY_MODEL
+            built = (
+                engine(provider)
+                if engine is not None
+                else ContextCompressor(
+                    compression or CompressionSettings(), provider, summary_model=SUMMARY_MODEL
+                )
             )
             loop = AgentLoop(
                 provider,
                 store,
-                engine,
+                built,
                 llm=llm,
                 caching=PromptCachingSettings(),
                 tools=tools if tools is not None else default_registry(),

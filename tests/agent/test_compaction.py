@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.compaction import compact
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.errors import Overloaded
 from agent.settings import CompressionSettings
 from agent.types import AgentSession, ChatMessage, ContextState, SearchFilters, snippet_parts

@@ -12,13 +12,13 @@ import random
 import string
 import time
 
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.errors import Overloaded
 from agent.extractive import extractive_summary
 from agent.settings import CompressionSettings
 from agent.types import AgentSession, ChatMessage, ContextState
 from tests.agent.conftest import ScriptedSummarizer, conversation
-from tests.agent.test_compressor import numbered
+from tests.agent.engines.compressor.test_engine import numbered
 
 
 def blobs(chars: int, seed: int = 3) -> list[ChatMessage]:

@@ -8,8 +8,8 @@ document must then be estimated at its real size, not at several times it.
 
 from __future__ import annotations
 
-from agent.loop import TurnResult
 from agent.loop_request import estimate_request_tokens
+from agent.loop_turn import TurnResult
 from agent.types import ChatMessage
 from tests.agent.loop_support import Rig, rig
 

@@ -1,4 +1,4 @@
-"""system_and_3 cache breakpoints and the TTL choice."""
+"""Cache breakpoints (the system block and message blocks spaced for the lookback) and the TTL choice."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.prompt_caching import apply_cache_control, choose_ttl
+from agent.prompt_caching import BREAKPOINT_SPACING, apply_cache_control, choose_ttl
 from agent.transcript import count_cache_breakpoints
 
 _BLOCK = st.one_of(
@@ -44,13 +44,28 @@ def test_never_more_than_four_breakpoints_never_mutates_idempotent(
             assert block["type"] != "thinking" and (block["type"] != "text" or block["text"])
 
 
-def test_marks_last_system_block_and_last_three_messages() -> None:
+def test_marks_last_system_block_and_message_blocks_spaced_for_the_lookback() -> None:
     system = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(6)]
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(60)]
     new_system, new_messages = apply_cache_control(system, messages, ttl="5m")
     assert "cache_control" not in new_system[0] and new_system[1]["cache_control"] == {"type": "ephemeral"}
     marked = [i for i, m in enumerate(new_messages) if isinstance(m["content"], list)]
-    assert marked == [3, 4, 5]
+    assert marked == [59 - 2 * BREAKPOINT_SPACING, 59 - BREAKPOINT_SPACING, 59]
+
+
+def test_a_short_conversation_needs_only_the_last_block_marked() -> None:
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(6)]
+    _, new_messages = apply_cache_control([], messages, ttl="5m")
+    assert [i for i, m in enumerate(new_messages) if isinstance(m["content"], list)] == [5]
+
+
+def test_spacing_counts_blocks_and_skips_uncacheable_ones() -> None:
+    # One message of many blocks: the marks land inside it, on cacheable blocks only.
+    blocks: list[dict[str, object]] = [{"type": "text", "text": f"b{i}"} for i in range(40)]
+    blocks[39 - BREAKPOINT_SPACING] = {"type": "thinking", "thinking": "x", "signature": "s"}
+    _, new_messages = apply_cache_control([], [{"role": "user", "content": blocks}], ttl="5m")
+    marked = [i for i, b in enumerate(new_messages[0]["content"]) if "cache_control" in b]
+    assert marked == [39 - 2 * BREAKPOINT_SPACING + 1, 39 - BREAKPOINT_SPACING + 1, 39]
 
 
 def test_one_hour_ttl_is_spelled_out() -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agent import redact as redact_rules
 from agent.compaction import compact
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.redact import REDACTED, redact
 from agent.types import AgentSession
 from gateway.logging_setup import JsonFormatter, RedactingFilter
@@ -131,6 +131,18 @@ SHAPES: list[tuple[str, str, str]] = [
         "dop_v1_4f6e9a2b8c1d7e3f5a9b2c8d1e7f3a5b9c2d8e1f7a3b5c9d2e8f1a7b3c5d9e2f",
         "4f6e9a2b8c1d7e3f5a9b2c8d1e7f3a5b9c2d8e1f7a3b5c9d2e8f1a7b3c5d9e2f",
     ),
+    ("url password with @", "postgresql://app:p@ss@w0rd@db:5432/h", "ss@w0rd"),
+    (
+        "url-encoded telegram token",
+        "GET /hook?u=https%3A%2F%2Fapi.telegram.org%2Fbot123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
+        "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
+    ),
+    (
+        "telegram token, 13-digit bot id",
+        "bot1234567890123:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0/getMe",
+        "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
+    ),
+    ("bare aws secret key", "creds wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY in the file", "K7MDENG/bPxRfiCY"),
     (
         "azure account key",
         "AccountName=x;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsu==;",
@@ -182,6 +194,9 @@ def test_a_secret_never_reaches_a_log_line(name: str, text: str, secret: str) ->
         "see https://example.com/docs/a-b-c?page=2 for the steps",
         "call me at 555-1234, room 12B",
         "a SHA like 3f786850e387550fdab836ed7e6dc881de23001b stays",
+        "an upper-case SHA 3F786850E387550FDAB836ED7E6DC881DE23001B stays",
+        "a longer base64 run aGVsbG8gd29ybGQgaGVsbG8gd29ybGQgaGVsbG8gd29ybGQgaGVsbG8gd29ybGQ= stays",
+        "the path /usr/lib/python3/dist-packages/setuptools/command stays",
     ],
 )
 def test_ordinary_text_is_kept(line: str) -> None:

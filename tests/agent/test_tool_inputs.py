@@ -15,9 +15,9 @@ from agent.tools import ToolContext, default_registry
 from agent.tools.schedule import ScheduleTool
 from agent.types import AgentSession, ChatMessage
 from gateway.config import TaskSettings
+from gateway.scheduling.tasks import TaskBook
 from gateway.store.db import Database
 from gateway.store.repository import Store
-from gateway.tasks import TaskBook
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -29,7 +29,7 @@ from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.discord import FakeDiscord
-from tests.fakes.telegram import FakeTelegram
+from tests.fakes.telegram import FakeTelegram, TelegramLimits
 from tests.process_env import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +155,11 @@ class Cluster:
             deadline = time.monotonic() + within
             while len(self.replies(chat)) <= k:
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"chat {chat.chat_id}: no answer to message {k} within {within} s")
+                    rows = await self.chat_rows(chat)
+                    raise AssertionError(
+                        f"chat {chat.chat_id}: no answer to message {k} within {within} s\n"
+                        f"at {_now()}; its rows:\n{rows}"
+                    )
                 await asyncio.sleep(0.05)
             answered()
 
@@ -170,6 +174,28 @@ class Cluster:
                 )
             )
         return int(rows or 0), int(distinct or 0)
+
+    async def chat_rows(self, chat: Chat) -> str:
+        """The chat's inbox and outbox rows and the leases, printed when a test fails."""
+        async with self.store.db.transaction(write=False) as s:
+            rows = [
+                *await s.execute(
+                    text(
+                        "SELECT 'inbox', id, status, attempts, lease_owner, lease_until, received_at, "
+                        "processed_at, error FROM inbox WHERE chat_id = :chat ORDER BY id"
+                    ),
+                    {"chat": str(chat.chat_id)},
+                ),
+                *await s.execute(
+                    text(
+                        "SELECT 'outbox', id, status, attempts, next_attempt_at, created_at, sent_at, "
+                        "inbox_ids, error FROM outbox WHERE CAST(target AS TEXT) LIKE :chat ORDER BY id"
+                    ),
+                    {"chat": f"%{chat.chat_id}%"},
+                ),
+                *await s.execute(text("SELECT 'lease', name, owner, generation, expires_at FROM leases")),
+            ]
+        return "\n".join(" | ".join(map(str, row)) for row in rows)
 
     async def outbox_states(self) -> dict[str, int]:
         async with self.store.db.transaction(write=False) as s:
@@ -200,15 +226,23 @@ async def _schema(base_url: str, action: str, schema: str) -> None:
 
 @contextlib.asynccontextmanager
 async def cluster(
-    base_url: str, tmp: Path, *, latency: float = 0.2, extra_env: dict[str, str] | None = None
+    base_url: str,
+    tmp: Path,
+    *,
+    latency: float = 0.2,
+    extra_env: dict[str, str] | None = None,
+    telegram_limits: TelegramLimits | None = None,
 ) -> AsyncIterator[Cluster]:
-    """Fakes up, a fresh schema migrated; every node killed and the schema dropped on the way out."""
+    """Fakes up, a fresh schema migrated; every node killed and the schema dropped on the way out.
+
+    ``telegram_limits``: the Telegram fake enforces those flood limits (429 beyond them)."""
     await asyncio.to_thread(tmp.mkdir, parents=True, exist_ok=True)
     schema = f"cluster_{uuid.uuid4().hex[:12]}"
     await _schema(base_url, "CREATE", schema)
     url = make_url(base_url).update_query_dict({"options": f"-csearch_path={schema}"})
     url_text = url.render_as_string(hide_password=False)
-    async with FakeTelegram(long_poll_cap=0.5) as tg, FakeDiscord() as dc, FakeAnthropic() as llm:
+    telegram = FakeTelegram(long_poll_cap=0.5, limits=telegram_limits)
+    async with telegram as tg, FakeDiscord() as dc, FakeAnthropic() as llm:
         llm.delay = latency
         env = (
             clean_env()
@@ -227,9 +261,7 @@ async def cluster(
                 "HYGIEIA_DELIVERY__STREAMING": "false",  # one sendMessage per reply: counted at the fakes
                 "HYGIEIA_SCHEDULER__ENABLED": "false",
                 "HYGIEIA_DISCORD__SLASH_COMMANDS": "false",
-                "HYGIEIA_CLUSTER__SESSION_LEASE_SECONDS": "6",
-                "HYGIEIA_CLUSTER__OUTBOX_LEASE_SECONDS": "6",
-                "HYGIEIA_CLUSTER__INBOX_POLL_SECONDS": "0.2",
+                # No lease or poll interval lowered: the cluster is tested on the operator's defaults.
                 "PYTHONPATH": str(ROOT),
             }
             | (extra_env or {})

@@ -21,7 +21,6 @@ import asyncio
 import inspect
 import itertools
 import json
-import math
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -35,8 +34,19 @@ from agent.transcript import validate_wire
 from agent.types import content_text
 from tests.fakes.anthropic_cache import CacheUsage, PromptCache
 from tests.fakes.anthropic_cache import count_tokens as _count_tokens
+from tests.fakes.anthropic_context import (
+    THRESHOLD_TRIGGER,
+    Prepared,
+    Refused,
+    ServerContext,
+    iteration,
+    out_tokens,
+    summary_of,
+)
 from tests.fakes.anthropic_media import media_problems
+from tests.fakes.anthropic_search import search_result_problems
 from tests.fakes.anthropic_sse import Break, Pacing, generation_seconds, stream_response
+from tests.fakes.anthropic_thinking import shown, sign, stripped_for_counting, thinking_problems
 
 # The nine sections agent/prompts.py asks the summarizer for (it adds "Archived" itself).
 SUMMARY_HEADINGS: tuple[str, ...] = (
@@ -65,16 +75,22 @@ class ModelLimits:
 
 # The published limits (written out here, not imported from agent.tokens: the fake must not
 # share the table it checks). Substring match, longest key wins, as model ids carry dates.
-# Sonnet 4.x answers up to 1M tokens only with the context-1m beta header, which Hygieia does
-# not send: without it, 200k (``windows`` can play a deployment that has it).
+# The current models (5.5) and the legacy Sonnet 5 / Opus 5 / Opus 4.6+ / Sonnet 4.6 have 1M
+# windows natively; Sonnet 4.5 and older answer 200k (1M only with a beta header Hygieia does
+# not send).
 MODEL_LIMITS: dict[str, ModelLimits] = {
-    "claude-opus-4-8": ModelLimits(200_000, 64_000),
-    "claude-opus-4-7": ModelLimits(200_000, 64_000),
-    "claude-opus-4-6": ModelLimits(200_000, 64_000),
+    "claude-opus-5-5": ModelLimits(1_000_000, 128_000),
+    "claude-sonnet-5-5": ModelLimits(1_000_000, 128_000),
+    "claude-haiku-5-5": ModelLimits(1_000_000, 128_000),
+    "claude-opus-5": ModelLimits(1_000_000, 128_000),
+    "claude-sonnet-5": ModelLimits(1_000_000, 128_000),
+    "claude-opus-4-8": ModelLimits(1_000_000, 128_000),
+    "claude-opus-4-7": ModelLimits(1_000_000, 128_000),
+    "claude-opus-4-6": ModelLimits(1_000_000, 128_000),
     "claude-opus-4-5": ModelLimits(200_000, 64_000),
     "claude-opus-4-1": ModelLimits(200_000, 32_000),
     "claude-opus-4": ModelLimits(200_000, 32_000),
-    "claude-sonnet-4-6": ModelLimits(200_000, 64_000),
+    "claude-sonnet-4-6": ModelLimits(1_000_000, 128_000),
     "claude-sonnet-4-5": ModelLimits(200_000, 64_000),
     "claude-sonnet-4": ModelLimits(200_000, 64_000),
     "claude-haiku-4-5": ModelLimits(200_000, 64_000),
@@ -111,6 +127,7 @@ class ErrorReply:
     error_type: str
     message: str
     headers: dict[str, str] = field(default_factory=dict)
+    error_code: str | None = None  # ``error.details.error_code`` (the compaction errors carry one)
 
 
 Answer = Reply | ErrorReply
@@ -230,7 +247,8 @@ def _problems(body: Any) -> list[str]:
     if not isinstance(body["messages"], list):
         return [*problems, "messages: must be a list"]
     wire = validate_wire(body["messages"], body.get("system"), body.get("tools"))
-    return problems + wire + media_problems(body["messages"])
+    searched = search_result_problems(str(body["model"]), body["messages"])
+    return problems + wire + media_problems(body["messages"]) + searched
 
 
 class FakeAnthropic:
@@ -239,9 +257,10 @@ class FakeAnthropic:
     def __init__(
         self,
         *,
-        context_window: int = 200_000,
+        context_window: int | None = None,
         windows: dict[str, int] | None = None,
         min_cacheable_tokens: int = 0,
+        clock: Callable[[], float] | None = None,
         responder: Responder | None = None,
         api_key: str | None = None,
         count_tokens_enabled: bool = True,
@@ -256,7 +275,7 @@ class FakeAnthropic:
         # Seconds a model takes before it answers (substring match, longest wins): a slow
         # summary model, say ({"claude-haiku-4-5": 6.0}).
         self.model_delays: dict[str, float] = {}
-        self.cache = PromptCache(min_cacheable_tokens)
+        self.cache = PromptCache(min_cacheable_tokens, clock)
         self.requests: list[RecordedRequest] = []
         self.counts: Counter[str] = Counter()
         self.usages: list[dict[str, int]] = []
@@ -267,6 +286,10 @@ class FakeAnthropic:
         self._listen_port = port  # 0: any free port
         self.pacing = Pacing()  # how streamed answers ("stream": true) are paced
         self._breaks: deque[Break] = deque()
+        # Context editing and compaction (tests/fakes/anthropic_context.py); the stop reasons
+        # the next on-demand compactions end with instead of a summary ("max_tokens", ...).
+        self.context = ServerContext()
+        self.compaction_failures: deque[str] = deque()
 
     # lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -333,15 +356,18 @@ class FakeAnthropic:
         if key is None:
             return None
         published = MODEL_LIMITS[key]
-        window = min(published.context_window, self.context_window)
+        window = published.context_window
+        if self.context_window is not None:
+            window = min(window, self.context_window)
         named = _longest(model, self.windows)
         if named is not None:
             window = self.windows[named]
         return ModelLimits(window, published.max_output)
 
     def count_tokens(self, body: dict[str, Any]) -> int:
-        """The deterministic token count the fake uses for windows, usage and count_tokens."""
-        return _count_tokens(body)
+        """The deterministic token count the fake uses for windows, usage and count_tokens
+        (earlier turns' thinking blocks left out, as the API drops them)."""
+        return _count_tokens(stripped_for_counting(body))
 
     @property
     def message_requests(self) -> list[dict[str, Any]]:
@@ -383,19 +409,30 @@ class FakeAnthropic:
         body, failed = await self._receive(request, "messages")
         if failed is not None:
             return failed
-        problems = _problems(body)
+        problems = _problems(body) or thinking_problems(body)
         if problems:
             return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
-        refused = self._over_limits(body)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            prepared = self.context.prepare(body, headers, self.count_tokens)
+        except Refused as exc:
+            return self._error(
+                ErrorReply(400, "invalid_request_error", exc.message, error_code=exc.error_code)
+            )
+        # The window applies to the prompt the model sees: after the edits, from the last block on.
+        refused = self._over_limits({**body, "messages": prepared.body["messages"]})
         if refused is not None:
             return self._error(refused)
         slow = _longest(str(body["model"]), self.model_delays)
         if slow is not None:
             await asyncio.sleep(self.model_delays[slow])
-        answer = await self._answer(body)
-        if isinstance(answer, ErrorReply):
-            return self._error(answer)
-        message = self._message_json(body, answer, self.cache.account(body))
+        if prepared.on_demand is not None:
+            message = self._compaction_json(body, prepared)
+        else:
+            answer = await self._answer(body)
+            if isinstance(answer, ErrorReply):
+                return self._error(answer)
+            message = self._message_json(body, answer, prepared)
         if body.get("stream") is True:
             broken = self._breaks.popleft() if self._breaks else None
             return await stream_response(request, message, self.pacing, broken)
@@ -442,7 +479,20 @@ class FakeAnthropic:
         refused = self._over_limits({"max_tokens": 1, **body}, output=False)
         if refused is not None and refused.status == 404:
             return self._error(refused)
-        return web.json_response({"input_tokens": self.count_tokens(body)})
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            # Existing blocks and context edits apply; no compaction is triggered here.
+            prepared = self.context.prepare(
+                {k: v for k, v in body.items() if k != "compaction"}, headers, self.count_tokens
+            )
+        except Refused as exc:
+            return self._error(
+                ErrorReply(400, "invalid_request_error", exc.message, error_code=exc.error_code)
+            )
+        answer: dict[str, Any] = {"input_tokens": self.count_tokens(prepared.body)}
+        if "context_management" in body:
+            answer["context_management"] = {"original_input_tokens": self.count_tokens(body)}
+        return web.json_response(answer)
 
     async def _answer(self, body: dict[str, Any]) -> Answer:
         if self._script:
@@ -454,30 +504,70 @@ class FakeAnthropic:
             return await answer
         return answer
 
-    def _message_json(self, body: dict[str, Any], reply: Reply, cached: CacheUsage) -> dict[str, Any]:
-        output = reply.output_tokens
-        if output is None:
-            output = max(1, math.ceil(len(json.dumps(reply.content, ensure_ascii=False)) / 4))
-        usage = {
+    def _message_json(self, body: dict[str, Any], reply: Reply, prepared: Prepared) -> dict[str, Any]:
+        content, stop_reason = list(reply.content), reply.stop_reason
+        iterations: list[dict[str, Any]] = []
+        seen = prepared.body
+        threshold = prepared.threshold
+        if threshold is not None:
+            trigger = (threshold.get("trigger") or {"value": THRESHOLD_TRIGGER})["value"]
+            tokens = self.count_tokens(seen)
+            if tokens >= trigger:
+                # Summarize the prompt as it stands, then answer from the summary alone.
+                block = self.context.threshold_block(summary_of(seen))
+                iterations.append(iteration("compaction", CacheUsage(tokens, 0, 0), out_tokens(block)))
+                seen = {**seen, "messages": [{"role": "assistant", "content": [block]}]}
+                if threshold.get("pause_after_compaction"):
+                    content, stop_reason = [block], "compaction"
+                else:
+                    content = [block, *content]
+        cached = self.cache.account(stripped_for_counting(seen))
+        output = reply.output_tokens if reply.output_tokens is not None else out_tokens(reply.content)
+        hour = cached.cache_creation_1h_input_tokens
+        usage: dict[str, Any] = {
             "input_tokens": cached.input_tokens,
             "output_tokens": output,
             "cache_creation_input_tokens": cached.cache_creation_input_tokens,
             "cache_read_input_tokens": cached.cache_read_input_tokens,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": cached.cache_creation_input_tokens - hour,
+                "ephemeral_1h_input_tokens": hour,
+            },
         }
-        self.usages.append(usage)
-        return {
+        if stop_reason == "compaction":
+            usage = {k: 0 for k in usage}
+            usage["cache_creation"] = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
+        else:
+            iterations.append(iteration("message", cached, output))
+        self.usages.append(dict(usage))
+        if prepared.iterations:
+            usage["iterations"] = iterations
+        message = {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": reply.content,
-            "stop_reason": reply.stop_reason,
+            "content": [sign(block, str(body["model"]), show=shown(body)) for block in content],
+            "stop_reason": stop_reason,
             "stop_sequence": None,
             "usage": usage,
         }
+        if "context_management" in body:
+            message["context_management"] = {"applied_edits": prepared.applied_edits}
+        return message
+
+    def _compaction_json(self, body: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
+        """The answer to an on-demand compaction: the signed block alone, its call in iterations."""
+        failure = self.compaction_failures.popleft() if self.compaction_failures else None
+        message = self.context.on_demand_message(body, prepared, self.count_tokens(prepared.body), failure)
+        self.usages.append({k: v for k, v in message["usage"].items() if k != "iterations"})
+        return message
 
     def _error(self, error: ErrorReply) -> web.Response:
         self.counts["errors"] += 1
-        payload = {"type": "error", "error": {"type": error.error_type, "message": error.message}}
+        detail: dict[str, Any] = {"type": error.error_type, "message": error.message}
+        if error.error_code is not None:
+            detail["details"] = {"error_code": error.error_code}
+        payload = {"type": "error", "error": detail}
         headers = {"request-id": f"req_{uuid.uuid4().hex[:24]}", **error.headers}
         return web.json_response(payload, status=error.status, headers=headers)

@@ -17,11 +17,15 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 CHARS_PER_TOKEN = 4
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 TOOL_PREAMBLE_TOKENS = 346
+# Block boundaries before a breakpoint where the API looks for a cached prefix ("about 20").
+LOOKBACK_BLOCKS = 20
 # Written out here, not imported from agent.tokens: the fake must not share the estimator it checks.
 _WIDE = re.compile(
     "[\u1100-\u11ff\u3000-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]"
@@ -52,14 +56,31 @@ def _is_breakpoint(block: Any) -> bool:
     return isinstance(block, dict) and "cache_control" in block
 
 
+def _ttl(marker: Any) -> str:
+    return "1h" if isinstance(marker, dict) and marker.get("ttl") == "1h" else "5m"
+
+
+def _cacheable(block: Any) -> bool:
+    if not isinstance(block, dict) or "thinking" in str(block.get("type")):
+        return False
+    return not (block.get("type") == "text" and not block.get("text"))
+
+
 def segments(body: dict[str, Any]) -> tuple[list[str], list[int]]:
-    """The request as serialized segments, and the indices of segments that carry a breakpoint."""
+    """The request as serialized segments, and the indices of segments that carry a breakpoint.
+
+    A top-level ``cache_control`` (automatic caching) is a breakpoint on the last cacheable block.
+    """
     out: list[str] = []
     marks: list[int] = []
+    last_cacheable = -1
 
     def add(tag: str, block: Any, role: str | None = None) -> None:
+        nonlocal last_cacheable
         if _is_breakpoint(block):
             marks.append(len(out))
+        if _cacheable(block):
+            last_cacheable = len(out)
         out.append(_dump({tag: _strip(block)} if role is None else {tag: _strip(block), "role": role}))
 
     if body.get("tools"):
@@ -83,7 +104,23 @@ def segments(body: dict[str, Any]) -> tuple[list[str], list[int]]:
         elif isinstance(content, list):
             for block in content:
                 add("block", block, role)
+    if isinstance(body.get("cache_control"), dict) and last_cacheable >= 0 and last_cacheable not in marks:
+        marks.append(last_cacheable)
     return out, marks
+
+
+def write_ttl(body: dict[str, Any]) -> str:
+    """The TTL of the request's last breakpoint (the automatic one when there is one)."""
+    top = body.get("cache_control")
+    if isinstance(top, dict):
+        return _ttl(top)
+    system = body.get("system")
+    blocks: list[Any] = list(body.get("tools") or []) + (list(system) if isinstance(system, list) else [])
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks.extend(content if isinstance(content, list) else [])
+    marked = [b["cache_control"] for b in blocks if _is_breakpoint(b)]
+    return _ttl(marked[-1]) if marked else "5m"
 
 
 def count_tokens(body: dict[str, Any]) -> int:
@@ -99,20 +136,50 @@ class CacheUsage:
     input_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
+    cache_creation_1h_input_tokens: int = 0
 
 
 class PromptCache:
     """Prefix cache keyed by model and the hash of everything up to a breakpoint.
 
-    Like the real API, a lookup considers every block boundary up to the last breakpoint
-    (the real one looks back about 20 blocks; the fake has no such limit) and uses the
-    longest cached prefix. Prefixes shorter than ``min_cacheable_tokens`` are never cached.
-    Entries do not expire; :meth:`clear` forgets them.
+    Like the real API, a lookup considers the block boundaries at and up to ``lookback`` (20)
+    blocks before each breakpoint, and uses the longest cached prefix among them; an entry
+    further back is not found even when it is alive and matches. Prefixes shorter than
+    ``min_cacheable_tokens`` are never cached.
+    With a ``clock`` (seconds), an entry lives its TTL (5 minutes, or an hour when written with
+    ``"ttl": "1h"``) from its last use, like the API's; without one entries do not expire.
+    :meth:`clear` forgets them.
     """
 
-    def __init__(self, min_cacheable_tokens: int = 0) -> None:
+    def __init__(
+        self,
+        min_cacheable_tokens: int = 0,
+        clock: Callable[[], float] | None = None,
+        lookback: int | None = LOOKBACK_BLOCKS,
+    ) -> None:
         self.min_cacheable_tokens = min_cacheable_tokens
+        self.clock = clock
+        # How many block boundaries before a breakpoint a lookup tries (the API: about 20);
+        # None: every boundary.
+        self.lookback = lookback
         self._entries: dict[str, int] = {}
+        self._expiry: dict[str, tuple[float, str]] = {}
+
+    def _alive(self, digest: str) -> bool:
+        if digest not in self._entries:
+            return False
+        if self.clock is None or digest not in self._expiry:
+            return True
+        if self._expiry[digest][0] < self.clock():
+            del self._entries[digest], self._expiry[digest]
+            return False
+        return True
+
+    def _keep(self, digest: str, ttl: str) -> None:
+        if self.clock is not None:
+            known = self._expiry.get(digest, (0.0, "5m"))[1]
+            longest = "1h" if "1h" in (ttl, known) else "5m"
+            self._expiry[digest] = (self.clock() + TTL_SECONDS[longest], longest)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -138,13 +205,21 @@ class PromptCache:
         last = max(marks)
         if prefix_tokens[last] < self.min_cacheable_tokens:
             return CacheUsage(total, 0, 0)
+        ttl = write_ttl(body)
         read = 0
-        for index in range(last, -1, -1):
-            if digests[index] in self._entries:
+        if self.lookback is None:
+            candidates = list(range(last, -1, -1))
+        else:
+            reach = {i for m in marks for i in range(max(0, m - self.lookback), m + 1)}
+            candidates = sorted(reach, reverse=True)
+        for index in candidates:
+            if self._alive(digests[index]):
                 read = prefix_tokens[index]
+                self._keep(digests[index], "5m")  # a hit refreshes the entry for its own TTL
                 break
         for index in marks:
             if prefix_tokens[index] >= self.min_cacheable_tokens:
                 self._entries[digests[index]] = prefix_tokens[index]
+                self._keep(digests[index], ttl)
         write = prefix_tokens[last] - read
-        return CacheUsage(total - prefix_tokens[last], write, read)
+        return CacheUsage(total - prefix_tokens[last], write, read, write if ttl == "1h" else 0)

@@ -59,7 +59,15 @@ def events(message: dict[str, Any], pacing: Pacing) -> list[tuple[bytes, bool]]:
     """The events of ``message`` (a complete Messages API response), each flagged when it is a delta."""
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
-    start["usage"] = {**usage, "output_tokens": 1}
+    # message_start carries provisional figures; message_delta the final, cumulative ones
+    # (a client must take its cache figures from the latter).
+    start["usage"] = {
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    start.pop("context_management", None)
     out: list[tuple[bytes, bool]] = [
         (_event("message_start", {"message": start}), False),
         (_event("ping", {}), False),
@@ -68,21 +76,37 @@ def events(message: dict[str, Any], pacing: Pacing) -> list[tuple[bytes, bool]]:
         if block["type"] == "text":
             opened: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"], pacing.chunk_chars)]
+        elif block["type"] == "thinking":
+            opened = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": p}
+                for p in _pieces(block["thinking"], pacing.chunk_chars)
+            ]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif block["type"] == "tool_use":
             opened = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             raw = json.dumps(block["input"])
             deltas = [
                 {"type": "input_json_delta", "partial_json": p} for p in _pieces(raw, pacing.chunk_chars)
             ]
+        elif block["type"] == "compaction" and "signature" not in block:
+            # A threshold block: opened empty, its whole content in one compaction_delta.
+            opened = {"type": "compaction", "content": None}
+            deltas = [{"type": "compaction_delta", "content": block["content"]}]
         else:
+            # Anything else (an on-demand compaction block among them) arrives whole in its start.
             opened, deltas = block, []
         out.append((_event("content_block_start", {"index": index, "content_block": opened}), False))
         out.extend((_event("content_block_delta", {"index": index, "delta": d}), True) for d in deltas)
         out.append((_event("content_block_stop", {"index": index}), False))
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    out.append(
-        (_event("message_delta", {"delta": delta, "usage": {"output_tokens": usage["output_tokens"]}}), False)
-    )
+    final: dict[str, Any] = {"delta": delta, "usage": {k: v for k, v in usage.items() if k != "iterations"}}
+    if "iterations" in usage:
+        final["usage"]["iterations"] = usage["iterations"]
+    if "context_management" in message:
+        # The applied edits come with the final message_delta (docs: context editing, streaming).
+        final["context_management"] = message["context_management"]
+    out.append((_event("message_delta", final), False))
     out.append((_event("message_stop", {}), False))
     return out
 

@@ -21,6 +21,7 @@ import asyncio
 import io
 import itertools
 import re
+import secrets
 import time
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
@@ -63,6 +64,8 @@ class FakeAttachment:
     filename: str
     content: bytes
     content_type: str | None = None
+    voice_seconds: float | None = None
+    """Set for a voice message (Discord then sends ``duration_secs`` and a ``waveform``)."""
 
 
 @dataclass(slots=True)
@@ -107,7 +110,7 @@ class FakeDiscord(GatewaySocket):
     def __init__(
         self,
         *,
-        token: str = "fake-discord-token",
+        token: str | None = None,
         bot_id: int = BOT_ID,
         bot_name: str = "hygieia",
         guilds: Mapping[int, Sequence[int]] | None = None,
@@ -115,7 +118,7 @@ class FakeDiscord(GatewaySocket):
         rate_limit: tuple[int, float] = (5, 5.0),
         shards: int = 1,
     ) -> None:
-        self.token = token
+        self.token = token or f"fake-discord-{secrets.token_urlsafe(24)}"  # one per fake: see FakeTelegram
         self.bot_user: dict[str, Any] = wire.user(bot_id, bot_name, bot=True)
         self.guilds: dict[int, list[int]] = {
             g: list(c) for g, c in (guilds or {GUILD_ID: [CHANNEL_ID]}).items()
@@ -130,6 +133,7 @@ class FakeDiscord(GatewaySocket):
         self.resume_count = 0
         self.heartbeats = 0
         self.identify_payloads: list[dict[str, Any]] = []
+        self.identify_times: list[float] = []  # time.monotonic() of each IDENTIFY
         self._channels: dict[int, dict[str, Any]] = {}  # channel id -> channel object (DMs, threads too)
         self._messages: dict[int, dict[str, Any]] = {}  # message id -> message object
         self._files: dict[str, FakeAttachment] = {}
@@ -492,6 +496,9 @@ class FakeDiscord(GatewaySocket):
         }
         if attachment.content_type is not None:
             data["content_type"] = attachment.content_type
+        if attachment.voice_seconds is not None:
+            data["duration_secs"] = attachment.voice_seconds
+            data["waveform"] = "AAAAAAAAAAAA"  # base64 of the amplitude samples
         try:  # Discord gives a picture's size
             with Image.open(io.BytesIO(attachment.content)) as image:
                 data["width"], data["height"] = image.size

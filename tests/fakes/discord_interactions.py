@@ -54,6 +54,7 @@ class FakeInteraction:
     original: dict[str, Any] | None = None
     followups: list[dict[str, Any]] = field(default_factory=list)
     edits: int = 0
+    raw_options: list[dict[str, Any]] | None = None  # sent verbatim instead of ``options``
 
     @property
     def answered_type(self) -> int | None:
@@ -104,11 +105,20 @@ class InteractionDesk:
         channel_id: int,
         guild_id: int | None = None,
         options: dict[str, str] | None = None,
+        raw_options: list[dict[str, Any]] | None = None,
+        stale: bool = False,
     ) -> FakeInteraction:
-        """A user runs ``/name``: dispatch INTERACTION_CREATE as Discord would."""
+        """A user runs ``/name``: dispatch INTERACTION_CREATE as Discord would.
+
+        ``raw_options`` go out verbatim (wrong types, unknown names, no value): what a client
+        with a stale command list sends, since Discord checks options against the command the
+        client knew. ``stale`` invokes a command no longer registered (the id of a deleted one).
+        """
         fake = self._fake
         scope = self.commands.get(guild_id, []) + self.commands.get(None, [])
         command = next((c for c in scope if c["name"] == name), None)
+        if command is None and stale:
+            command = {"id": str(fake.snowflake()), "name": name}
         if command is None:
             raise AssertionError(f"/{name} is not registered (have {[c['name'] for c in scope]})")
         interaction = FakeInteraction(
@@ -120,6 +130,7 @@ class InteractionDesk:
             guild_id,
             self.now(),
             wire.user(user_id, user_name),
+            raw_options=raw_options,
         )
         self.interactions[interaction.id] = interaction
         fake.dispatch(
@@ -280,7 +291,9 @@ class InteractionDesk:
         user = interaction.user
         channel = fake.channel_payload(interaction.channel_id, user)
         data: dict[str, Any] = {"id": command["id"], "name": interaction.name, "type": 1}
-        if interaction.options:
+        if interaction.raw_options is not None:
+            data["options"] = interaction.raw_options
+        elif interaction.options:
             data["options"] = [{"name": k, "type": 3, "value": v} for k, v in interaction.options.items()]
         payload: dict[str, Any] = {
             "id": str(interaction.id),

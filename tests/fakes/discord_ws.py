@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class GatewaySocket:
     identify_count: int
     resume_count: int
     identify_payloads: list[dict[str, Any]]
+    identify_times: list[float]
 
     def dispatch(self, event: str, data: Any, *, guild_id: int | None = None) -> None:
         """Send a dispatch (op 0) to every session whose shard owns ``guild_id`` (DMs: shard 0).
@@ -117,6 +119,7 @@ class GatewaySocket:
             return 4010, b"Invalid shard."
         self.identify_count += 1
         self.identify_payloads.append(data)
+        self.identify_times.append(time.monotonic())
         session = Session(f"fake-session-{next(self._session_ids)}", (shard_id, shard_count))
         session.outbox = outbox
         self._sessions[session.id] = session

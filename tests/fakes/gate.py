@@ -1,7 +1,7 @@
 """A gate in front of a fake's send endpoints, for killing a client at a well-defined moment.
 
 Delivery is at-least-once at the platform boundary: a process killed after the platform took
-a message but before it recorded that in SQL sends it again after restart (README: Scale-out).
+a message but before it recorded that in SQL sends it again after restart (docs/operations.md: Scale-out).
 A test that kills processes and counts duplicates ``hold()``s the gate first: sends then wait
 *before* the fake handles them, so after a short pause no client is inside that window; the
 test kills, and on ``release()`` a request whose client hung up meanwhile is dropped unhandled,

@@ -19,11 +19,13 @@ from agent.types import (
     CompactionPlan,
     CompactionRecord,
     ContextState,
+    EngineFailure,
     MemoryEntry,
     RecallPage,
     SearchFilters,
     SearchHit,
     SearchSort,
+    StrategyRun,
     UsageRecord,
 )
 from gateway.store.search_query import Term, parse, tokens_of
@@ -77,6 +79,8 @@ class InMemoryStore:
         self._memories: dict[tuple[str, str], MemoryEntry] = {}
         self._sessions: dict[str, _SessionMeta] = {}
         self.usage: dict[str, list[UsageRecord]] = {}
+        self.engine_failures: list[tuple[str | None, EngineFailure]] = []
+        self.strategy_runs: list[tuple[str, StrategyRun]] = []
 
     # ---- helpers for tests --------------------------------------------------------------
 
@@ -178,6 +182,7 @@ class InMemoryStore:
             duration_ms=plan.duration_ms,
             focus=plan.focus,
             created_at=_now(),
+            strategy=plan.strategy,
         )
         self._compactions.setdefault(session_id, []).append(record)
         self._produced[compaction_id] = produced
@@ -285,12 +290,19 @@ class InMemoryStore:
             and (f.user_id is None or m.author_id == f.user_id)
             and (f.since is None or (m.created_at is not None and m.created_at >= f.since))
             and (f.until is None or (m.created_at is not None and m.created_at <= f.until))
+            and (f.before_id is None or (m.id is not None and m.id < f.before_id))
         )
 
     # ---- usage and state ----------------------------------------------------------------
 
     async def record_usage(self, session_id: str, record: UsageRecord) -> None:
         self.usage.setdefault(session_id, []).append(record)
+
+    async def record_engine_failure(self, session_id: str | None, failure: EngineFailure) -> None:
+        self.engine_failures.append((session_id, failure))
+
+    async def record_strategy_run(self, session_id: str, run: StrategyRun) -> None:
+        self.strategy_runs.append((session_id, run))
 
     async def load_context_state(self, session_id: str) -> ContextState:
         return copy.deepcopy(self._states.get(session_id, ContextState()))

@@ -11,6 +11,10 @@ and the 4096 UTF-16 unit limit applies after parsing.
         fake.push_message(42, "hello", user_id=42)
         await fake.wait_for_sent(1)
         fake.fail_next("sendMessage", 429, retry_after=1)
+
+``FakeTelegram(limits=TelegramLimits())`` enforces Telegram's flood limits (30 messages/s overall,
+1/s per chat, 20/min per group: tests/fakes/telegram_limits.py) and answers 429 with
+``retry_after`` beyond them; ``too_many_requests`` counts every 429 the fake answered.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import itertools
 import json
 import math
 import re
+import secrets
 import time
 from collections import defaultdict, deque
 from typing import Any
@@ -31,6 +36,7 @@ from PIL import Image, UnidentifiedImageError
 
 from tests.fakes.gate import SendGate
 from tests.fakes.telegram_html import EntityParseError, parse_html, utf16_units
+from tests.fakes.telegram_limits import FloodLimits, TelegramLimits
 from tests.fakes.telegram_poll import PollDesk
 from tests.fakes.telegram_wire import (
     ApiCall,
@@ -44,7 +50,7 @@ from tests.fakes.telegram_wire import (
     read_params,
 )
 
-__all__ = ["ApiCall", "FakeDocument", "FakeTelegram", "SentMessage"]
+__all__ = ["ApiCall", "FakeDocument", "FakeTelegram", "SentMessage", "TelegramLimits"]
 
 MAX_MESSAGE_UNITS = 4096
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
@@ -57,15 +63,18 @@ class FakeTelegram:
     def __init__(
         self,
         *,
-        token: str = "123456:TEST-token_abc",
+        token: str | None = None,
         bot_id: int = 123456,
         username: str = "hygieia_test_bot",
         long_poll_cap: float = 0.3,
         flood_limit: tuple[int, float] | None = None,
+        limits: TelegramLimits | None = None,
         port: int = 0,
         first_update_id: int = 1000,
     ) -> None:
-        self.token = token
+        # A token of its own: a bot left running by another test, polling a port this fake now
+        # reuses, is refused (401) instead of taking this test's updates.
+        self.token = token or f"{bot_id}:TEST-{secrets.token_urlsafe(24)}"
         self.bot_user: dict[str, Any] = {
             "id": bot_id,
             "is_bot": True,
@@ -77,6 +86,8 @@ class FakeTelegram:
         }
         self.long_poll_cap = long_poll_cap
         self.flood_limit = flood_limit
+        self.limits = None if limits is None else FloodLimits(limits)
+        self.too_many_requests = 0  # every 429 answered (limits, flood_limit, fail_next)
         self.sent: list[SentMessage] = []
         self.requests: list[ApiCall] = []
         self.actions: list[dict[str, Any]] = []
@@ -97,6 +108,7 @@ class FakeTelegram:
         self._files: dict[str, tuple[FakeDocument, str]] = {}
         self._file_ids = itertools.count(1)
         self._failures: defaultdict[str, deque[Failure]] = defaultdict(deque)
+        self.deleted: list[tuple[int | str, int]] = []
         self._flood: defaultdict[int | str, deque[float]] = defaultdict(deque)
         self._new_update = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -151,6 +163,7 @@ class FakeTelegram:
         document: FakeDocument | None = None,
         photo: bytes | None = None,
         voice: bytes | None = None,
+        voice_seconds: int = 3,
         caption: str | None = None,
         username: str | None = "alice",
         first_name: str = "Alice",
@@ -196,7 +209,7 @@ class FakeTelegram:
             msg["voice"] = {
                 "file_id": file_id,
                 "file_unique_id": unique,
-                "duration": 3,
+                "duration": voice_seconds,
                 "mime_type": "audio/ogg",
                 "file_size": len(voice),
             }
@@ -239,6 +252,13 @@ class FakeTelegram:
             retry_after = 1
         for _ in range(times):
             self._failures[method].append(Failure(status, description, retry_after))
+
+    def user_deletes(self, chat_id: int | str, message_id: int) -> None:
+        """A user deletes one of the bot's messages in their client: it is gone for the bot too,
+        so a later edit of it is answered "message to edit not found", as Telegram does."""
+        del self._messages[(chat_id, message_id)]
+        self.deleted.append((chat_id, message_id))
+        self.sent = [s for s in self.sent if (s.chat_id, s.message_id) != (chat_id, message_id)]
 
     @property
     def conflicts(self) -> int:
@@ -309,6 +329,7 @@ class FakeTelegram:
         if failures:
             failure = failures.popleft()
             call.status = failure.status
+            self.too_many_requests += failure.status == 429
             return error_response(failure.status, failure.description, retry_after=failure.retry_after)
         handler = getattr(self, f"_m_{method.lower()}", None)
         if handler is None:
@@ -318,6 +339,7 @@ class FakeTelegram:
             result = await handler(params)
         except ApiError as exc:
             call.status = exc.status
+            self.too_many_requests += exc.status == 429
             return error_response(exc.status, exc.description, retry_after=exc.retry_after)
         return web.json_response({"ok": True, "result": result})
 
@@ -481,6 +503,12 @@ class FakeTelegram:
         return plain, entities
 
     def _check_flood(self, chat_id: int | str) -> None:
+        if self.limits is not None:
+            chat = self._chats.get(chat_id)
+            group = chat["type"] != "private" if chat else not (isinstance(chat_id, int) and chat_id > 0)
+            wait = self.limits.admit(chat_id, group=group)
+            if wait is not None:
+                raise ApiError(429, f"Too Many Requests: retry after {wait}", retry_after=wait)
         if self.flood_limit is None:
             return
         count, window = self.flood_limit

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from agent.compressor import ContextCompressor
 from agent.context_engine import ContextEngine
+from agent.engines.compressor.engine import ContextCompressor
 from agent.llm import AnthropicProvider
 from agent.settings import CompressionSettings, LLMSettings
 from agent.types import ChatMessage, CompactionRecord, Usage, UsageRecord

@@ -12,19 +12,21 @@ from typing import Any
 
 import pytest
 
-from agent.compressor import ContextCompressor
-from agent.errors import AdapterError
+from agent.engines.compressor.engine import ContextCompressor
 from agent.llm import AnthropicProvider
 from agent.loop import AgentLoop
+from agent.memory_flush import FLUSH_SYSTEM
 from agent.prompts import SUMMARIZER_SYSTEM
 from agent.settings import LLMSettings
 from agent.tools import default_registry
 from gateway.config import Settings
-from gateway.delivery import Delivery
-from gateway.dispatch import Gateway
+from gateway.errors import AdapterError
+from gateway.outbound.delivery import Delivery
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
-from gateway.runner import context_window_for, tool_tokens
-from gateway.sessions import SessionDirectory
+from gateway.runner import build_gateway, context_window_for
+from gateway.serving.dispatch import Gateway
+from gateway.serving.retry import RetryPolicy
+from gateway.serving.sessions import SessionDirectory
 from gateway.store.repository import Store
 from tests.fakes.anthropic import (
     Answer,
@@ -101,6 +103,8 @@ class ChatResponder:
 
     chat_bodies: list[dict[str, Any]] = field(default_factory=list)
     summary_bodies: list[dict[str, Any]] = field(default_factory=list)
+    flush_bodies: list[dict[str, Any]] = field(default_factory=list)
+    """Memory-flush requests (agent.memory_flush): answered with no call, nothing to save."""
     chat_delay: float = 0.0
     override: Callable[[dict[str, Any]], Answer | None] | None = None
 
@@ -108,6 +112,9 @@ class ChatResponder:
         if is_summarizer_call(body):
             self.summary_bodies.append(body)
             return text_reply(summary_text(last_user_text(body)[-200:]))
+        if is_flush_call(body):
+            self.flush_bodies.append(body)
+            return text_reply("nothing to save")
         self.chat_bodies.append(body)
         if self.chat_delay:
             await asyncio.sleep(self.chat_delay)
@@ -128,6 +135,13 @@ def is_summarizer_call(body: dict[str, Any]) -> bool:
     system = body.get("system") or []
     text = system if isinstance(system, str) else " ".join(str(b.get("text", "")) for b in system)
     return text.startswith(SUMMARIZER_SYSTEM[:60])
+
+
+def is_flush_call(body: dict[str, Any]) -> bool:
+    """The silent memory turn before a summary (its own system prompt), not a chat turn."""
+    system = body.get("system") or []
+    text = system if isinstance(system, str) else " ".join(str(b.get("text", "")) for b in system)
+    return text.startswith(FLUSH_SYSTEM[:60])
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -232,17 +246,16 @@ async def gateway_rig(
             model=settings.model,
             context_window=lambda model: context_window_for(settings, model),
         )
-        gateway = Gateway(
+        gateway = build_gateway(
             settings=settings,
             store=store,
             agent=agent,
             engine=engine,
             delivery=delivery,
             directory=directory,
-            tools=tools.definitions(),
-            tool_tokens=tool_tokens(tools),
+            tools=tools,
             lease_seconds=lease_seconds,
-            retry_delays=(0.2, 0.4, 0.8),
+            retry=RetryPolicy.of((0.2, 0.4, 0.8)),
         )
         rig = Rig(
             settings, store, fake, responder, adapter, provider, engine, agent, delivery, directory, gateway

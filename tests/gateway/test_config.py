@@ -28,7 +28,7 @@ def test_defaults_use_sqlite_in_the_data_dir_and_deny_everyone() -> None:
     assert settings.resolved_database_url.startswith("sqlite+aiosqlite:///")
     assert settings.resolved_database_url.endswith(".hygieia/hygieia.db")
     assert settings.offline
-    assert not settings.is_allowed("telegram", "1")
+    assert settings.allowed_users == [] and not settings.allow_all_users
 
 
 def test_nested_env_var_overrides_the_yaml_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -72,14 +72,13 @@ def test_fixed_env_names_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.telegram_bot_token is not None and s.telegram_base_url == "http://127.0.0.1:8081"
     assert s.discord_api_base and s.discord_gateway_url and s.discord_bot_token
     assert s.allowed_users == ["telegram:1", "discord:2"]
-    assert s.is_allowed("discord", "2") and not s.is_allowed("discord", "3")
-    assert s.is_admin("telegram", "1") and not s.is_admin("discord", "2")
+    assert s.admin_users == ["telegram:1"]
     assert s.admin_token is not None and not s.offline
 
 
 def test_allow_all_users_opens_the_bot(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HYGIEIA_ALLOW_ALL_USERS", "true")
-    assert load_settings().is_allowed("telegram", "999")
+    assert load_settings().allow_all_users
 
 
 @pytest.mark.parametrize(
@@ -185,3 +184,26 @@ def test_an_unknown_timezone_is_refused_at_load(monkeypatch: pytest.MonkeyPatch,
 def test_a_known_timezone_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HYGIEIA_TIMEZONE", "Europe/Paris")
     assert load_settings().timezone == "Europe/Paris"
+
+
+def test_server_side_strategy_keys_load_from_yaml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "server.yaml"
+    config.write_text(
+        "compression:\n"
+        "  server_clear_tool_uses: true\n"
+        "  server_clear_keep: 5\n"
+        "  server_clear_exclude_tools: [memory]\n"
+        "  server_compaction: on\n"  # YAML's on: the default kind
+    )
+    monkeypatch.setenv("HYGIEIA_CONFIG", str(config))
+    settings = load_settings()
+    assert settings.compression.server_clear_tool_uses is True
+    assert settings.compression.server_clear_keep == 5
+    assert settings.compression.server_clear_exclude_tools == ["memory"]
+    assert settings.compression.server_compaction == "on_demand"
+    assert (
+        load_settings(compression={"server_compaction": "threshold"}).compression.server_compaction
+        == "threshold"
+    )
+    with pytest.raises(ConfigError):
+        load_settings(compression={"server_compaction": "sometimes"})

@@ -64,6 +64,19 @@ def test_configured_secrets_and_key_shaped_text_never_reach_the_log(restore_root
     assert text.count("[REDACTED]") >= 4
 
 
+def test_a_configured_secret_inside_nested_log_fields_is_masked(restore_root: None) -> None:
+    stream = io.StringIO()
+    _configure(stream)
+    nested = {"request": {"headers": [("x-key", API_KEY)], "url": f"/bot{BOT_TOKEN}/getMe"}, API_KEY: 1}
+    logging.getLogger("gateway.test").warning("call failed", extra={"call": nested, "tries": [BOT_TOKEN]})
+
+    line = stream.getvalue().splitlines()[-1]
+    record = json.loads(line)
+    assert API_KEY not in line and BOT_TOKEN not in line
+    assert record["call"]["request"]["url"] == "/bot[REDACTED]/getMe"
+    assert record["tries"] == ["[REDACTED]"]
+
+
 def test_on_a_terminal_logs_are_human_text(restore_root: None) -> None:
     stream = io.StringIO()
     _configure(stream, log_format="text")

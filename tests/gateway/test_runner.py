@@ -21,9 +21,9 @@ import pytest
 from agent.errors import ConfigError
 from agent.types import ChatMessage
 from gateway.config import Settings
-from gateway.platforms.console import console_user
-from gateway.platforms.discord import DiscordAdapter
-from gateway.platforms.telegram import TelegramAdapter
+from gateway.platforms.console.adapter import console_user
+from gateway.platforms.discord_bot.adapter import DiscordAdapter
+from gateway.platforms.telegram_bot.adapter import TelegramAdapter
 from gateway.runner import build_adapters, run_service
 from gateway.store.db import Database
 from gateway.store.repository import Store

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.compaction import compact
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.offline import OfflineProvider
 from agent.settings import CompressionSettings
 from agent.transcript import validate_messages

@@ -8,10 +8,10 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from agent.compaction import compact
-from agent.compressor import ContextCompressor
+from agent.engines.compressor.engine import ContextCompressor
 from agent.errors import NotFound, StoreError
 from agent.settings import CompressionSettings
 from agent.types import AgentSession, ChatMessage, Insertion
@@ -78,12 +78,11 @@ def fail_on_summary_insert(store: Store) -> Iterator[None]:
         if statement.lstrip().upper().startswith("INSERT INTO MESSAGES"):
             raise RuntimeError("injected failure")
 
-    engine = store.db.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", hook)
+    store.db.listen("before_cursor_execute", hook)
     try:
         yield
     finally:
-        event.remove(engine, "before_cursor_execute", hook)
+        store.db.unlisten("before_cursor_execute", hook)
 
 
 async def test_failure_midway_leaves_the_previous_active_view(store: Store) -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent.errors import ConfigError, StoreError
@@ -63,14 +63,14 @@ async def test_sqlite_write_transactions_take_the_lock_at_begin(store: Store) ->
         if statement.startswith("BEGIN"):
             seen.append(statement)
 
-    event.listen(store.db.engine.sync_engine, "before_cursor_execute", record)
+    store.db.listen("before_cursor_execute", record)
     try:
         sid = await new_session(store)
         seen.clear()
         await store.append_message(sid, ChatMessage.user("x"))
         await store.load_active(sid)
     finally:
-        event.remove(store.db.engine.sync_engine, "before_cursor_execute", record)
+        store.db.unlisten("before_cursor_execute", record)
     assert seen == ["BEGIN IMMEDIATE", "BEGIN"]
 
 

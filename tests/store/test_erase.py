@@ -82,6 +82,7 @@ async def test_erase_removes_exactly_the_users_messages_and_redacts_what_was_mad
     preview = await store.erase_preview("telegram", "ann")
     counts = await store.erase_user("telegram", "ann")
     assert counts == EraseCounts(messages=3, sessions=2, summaries_redacted=2, inbox=1, memories=1, notices=1)
+    assert counts.focus_texts == 0  # none of these compactions had a focus
     assert preview == EraseCounts(messages=3, sessions=2, summaries_redacted=2, inbox=1, memories=1)
     after = await all_rows(store)
 

@@ -9,7 +9,7 @@ import pytest
 
 from agent.errors import StoreError
 from agent.types import ChatMessage
-from gateway.export import ExportFormatError, from_jsonl, to_jsonl, to_markdown
+from gateway.admin.export import ExportFormatError, from_jsonl, to_jsonl, to_markdown
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
@@ -85,3 +85,47 @@ async def test_markdown_marks_archived_runs_and_each_compaction_where_its_summar
     assert "## Compaction 2 · manual ·" in md and "> second summary" in md
     assert md.index("message 0") < md.index("## Compaction 2") < md.index("later 2")
     assert f"please render {XSS} safely" in md  # Markdown is text: nothing to escape, nothing lost
+
+
+def under_new_id(data: Any, new_id: str) -> Any:
+    """The same export as another session of the same chat (as a backup from another database is)."""
+    data.session["id"] = new_id
+    renamed = {c["id"]: new_id[:-2] + f"{n:02d}" for n, c in enumerate(data.compactions)}
+    for row in (*data.compactions, *data.messages):
+        row["session_id"] = new_id
+        for ref in ("id", "compaction_id", "produced_by"):
+            if isinstance(row.get(ref), str):
+                row[ref] = renamed.get(row[ref], row[ref])
+    return data
+
+
+async def test_importing_compactions_that_are_already_here_is_refused(store: Store) -> None:
+    seeded = await seed(store)
+    data = await store.export_session(seeded.session_id)
+    data.session["id"] = "c" * 32
+    data.session["ended_at"] = data.session["created_at"]
+    for row in (*data.compactions, *data.messages):
+        row["session_id"] = "c" * 32
+    with pytest.raises(StoreError, match=r"compaction \w+ is already in this database"):
+        await store.import_session(data)
+
+
+async def test_importing_over_a_live_chat_is_refused_and_writes_nothing(store: Store) -> None:
+    seeded = await seed(store)
+    data = under_new_id(await store.export_session(seeded.session_id), "b" * 32)
+    with pytest.raises(StoreError, match="live session") as caught:
+        await store.import_session(data)
+    assert "--replace" in str(caught.value)
+    assert [s.id for s in await store.list_sessions()] == [seeded.session_id]
+    assert not (await store.get_session(seeded.session_id)).ended
+
+
+async def test_importing_over_a_live_chat_with_replace_ends_the_live_session(store: Store) -> None:
+    seeded = await seed(store)
+    data = under_new_id(await store.export_session(seeded.session_id), "b" * 32)
+    key = data.session["key"]
+    assert await store.import_session(data, replace=True) == "b" * 32
+    old = await store.get_session(seeded.session_id)
+    current = await store.current_session(key)
+    assert old.ended and old.end_reason == "replaced"
+    assert current is not None and current.id == "b" * 32

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -70,11 +70,11 @@ async def test_concurrent_puts_share_transactions(store: Store, database: Databa
         nonlocal commits
         commits += 1
 
-    event.listen(database.engine.sync_engine, "commit", on_commit)
+    database.listen("commit", on_commit)
     try:
         results = await asyncio.gather(*(put(store, f"m{i}", chat=str(i % 5)) for i in range(60)))
     finally:
-        event.remove(database.engine.sync_engine, "commit", on_commit)
+        database.unlisten("commit", on_commit)
     assert all(created for _, created in results) and len({i for i, _ in results}) == 60
     assert commits <= 3, f"60 concurrent puts took {commits} transactions"
     assert await count_rows(database) == 60
@@ -179,7 +179,7 @@ async def test_sent_replies_of_a_round_are_recorded_together_and_a_missing_one_f
         nonlocal commits
         commits += 1
 
-    event.listen(database.engine.sync_engine, "commit", on_commit)
+    database.listen("commit", on_commit)
     try:
         results = await asyncio.gather(
             *(store.outbox_mark_sent(r, [f"p{r}"]) for r in rows),
@@ -187,7 +187,7 @@ async def test_sent_replies_of_a_round_are_recorded_together_and_a_missing_one_f
             return_exceptions=True,
         )
     finally:
-        event.remove(database.engine.sync_engine, "commit", on_commit)
+        database.unlisten("commit", on_commit)
     assert results[:12] == [None] * 12 and isinstance(results[12], NotFound)
     assert commits <= 4, f"13 concurrent marks took {commits} transactions"
     for r in rows:

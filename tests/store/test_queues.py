@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from gateway.store.columns import utcnow
+from agent.clock import utcnow
 from gateway.store.repository import Store
 from tests.store.helpers import new_session
 
@@ -104,9 +104,28 @@ async def test_concurrent_claims_for_one_session_go_to_one_worker(store: Store) 
 
 async def test_renewing_keeps_a_long_turns_lease(store: Store) -> None:
     await put(store, "1", key="s")
-    await store.inbox_claim(worker="w1", lease_seconds=-1, session_key="s")  # about to expire
+    await store.inbox_claim(worker="w1", lease_seconds=5, session_key="s")  # about to expire
     assert await store.inbox_renew(worker="w1", lease_seconds=60) == 1
     assert await store.inbox_claim(worker="w2", lease_seconds=60, session_key="s") == []
+
+
+async def test_renewing_does_not_bring_back_a_lease_that_ran_out(store: Store) -> None:
+    # Its turn's next write is refused by the fence and the turn is dropped: renewed, its items
+    # would stay claimed by nobody serving them.
+    await put(store, "1", key="s")
+    await store.inbox_claim(worker="w1", lease_seconds=-1, session_key="s")
+    assert await store.inbox_renew(worker="w1", lease_seconds=60) == 0
+    assert len(await store.inbox_claim(worker="w2", lease_seconds=60, session_key="s")) == 1
+
+
+async def test_releasing_one_session_hands_back_only_its_items(store: Store) -> None:
+    await put(store, "1", key="a")
+    await put(store, "2", key="b")
+    await store.inbox_claim(worker="w1", lease_seconds=60, session_key="a")
+    await store.inbox_claim(worker="w1", lease_seconds=60, session_key="b")
+    assert await store.inbox_release(worker="w1", session_key="a") == 1
+    assert len(await store.inbox_claim(worker="w2", lease_seconds=60, session_key="a")) == 1
+    assert await store.inbox_claim(worker="w2", lease_seconds=60, session_key="b") == []
 
 
 async def test_marked_items_are_finished(store: Store) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy import func, select, update
 
 from agent.errors import NotFound
 from agent.types import ChatMessage, SearchFilters
-from gateway.retention import Retention
+from gateway.jobs.retention import Retention
 from gateway.store.models import messages
 from gateway.store.repository import Store
 from tests.store.helpers import append_turns, new_session, summary_plan

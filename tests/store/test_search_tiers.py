@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import Select
+from sqlalchemy import Connection, Select
 
 from agent.types import ChatMessage, SearchFilters
 from gateway.store.repository import Store
@@ -41,10 +41,12 @@ async def test_widening_ranges_find_the_same_newest_rows_as_one_query(
 
         return statement
 
-    async with store.db.transaction(write=False) as s:
+    def both(conn: Connection) -> tuple[Any, Any]:
         top = 120  # the highest id
-        got = await newest(s, ranged, words_of(ranged), need, below=below, top=top, first_span=2)
+        got = newest(conn, ranged, words_of(ranged), need, below=below, top=top, first_span=2)
         stmt = words_of(plain)(IdRange(below=below), need)
         assert stmt is not None
-        expected = (await s.execute(stmt)).all()
+        return got, conn.execute(stmt).all()
+
+    got, expected = await store.db.read_at_once(both)
     assert [r[0] for r in got] == [r[0] for r in expected]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gateway.store.columns import utcnow
+from agent.clock import utcnow
 from gateway.store.repository import Store
 from tests.store.helpers import new_session
 

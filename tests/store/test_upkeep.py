@@ -10,10 +10,10 @@ from sqlalchemy import func, select, text, update
 
 from agent.types import ChatMessage, SearchFilters
 from gateway.config import UpkeepSettings
+from gateway.jobs.upkeep import Upkeep
 from gateway.store.models import inbox, messages, outbox
 from gateway.store.repository import Store
 from gateway.store.task_ops import NewTask
-from gateway.upkeep import Upkeep
 from tests.store.helpers import new_session
 
 NOW = datetime.now(UTC)

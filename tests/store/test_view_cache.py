@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import text
 
 from agent.tokens import content_tokens
 from agent.types import ChatMessage, text_block
@@ -36,8 +37,7 @@ async def other(database: Database) -> AsyncIterator[Store]:
 
 
 async def from_rows(store: Store, session_id: str) -> list[tuple[int | None, str]]:
-    async with store.db.transaction(write=False) as s:
-        return [(m.id, m.text) for m in await read_active(s, session_id)]
+    return [(m.id, m.text) for m in await store.db.read_at_once(lambda conn: read_active(conn, session_id))]
 
 
 def shape(view: list[ChatMessage]) -> list[tuple[int | None, str]]:
@@ -163,3 +163,16 @@ async def test_a_stored_message_keeps_its_token_estimate_and_an_edit_renews_it(s
     [row] = await fresh.load_active(sid)
     assert row.token_estimate == content_tokens([text_block("a much longer text " * 40)])
     assert row.with_content([text_block("x")]).token_estimate is None  # new content, no old figure
+
+
+async def test_a_session_still_at_view_version_zero_loads_its_rows(store: Store, other: Store) -> None:
+    # Sessions from before view versions (and bulk loads) have rows at version 0.
+    sid = await new_session(store)
+    await append_turns(store, sid, 2)
+    async with store.db.transaction() as s:
+        await s.execute(text("UPDATE sessions SET view_version = 0 WHERE id = :sid"), {"sid": sid})
+    assert shape(await other.load_active(sid)) == await from_rows(store, sid) != []
+
+
+async def test_an_unknown_session_has_an_empty_view(store: Store) -> None:
+    assert await store.load_active("no-such-session") == []

@@ -1,0 +1,1 @@
+"""Context engines and the strategies they are built from."""

@@ -1,0 +1,1 @@
+"""The context strategies, one module each, cheapest first."""

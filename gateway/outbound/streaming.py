@@ -1,0 +1,277 @@
+"""Streamed replies: the model's text shown while it is written, by editing the reply in place.
+
+A :class:`LiveReply` is the :class:`agent.llm_stream.TurnListener` of one turn. The loop
+reports text deltas, new calls and tool rounds; the live reply keeps only the current
+display (the current call's text, or a short status line during a tool round) and a task of
+its own shows it: the first text as a new message (quoting the question), then edits at most
+once per ``edit_interval_seconds`` per chat. A display longer than the platform's limit is
+cut with the shared splitter (never inside a code fence or a UTF-16 pair) and continues in
+new messages.
+
+Durability. Before the first message is posted, a ``streams`` row is opened; after every
+flush it records each message's id and text. When the turn ends, the messages are edited to
+exactly the final reply, and in ONE transaction the reply becomes an outbox row already
+``sent`` whose ``delivered_ids`` are the streamed messages (so delivery never sends it again)
+and the stream is closed; then the inbox items are marked done, as for any reply. A stream
+still open on start was cut short by a crash: its last message is edited to say so, and the
+turn, still pending in the inbox, is answered once more. When streaming fails (the platform
+refuses an edit, say) the reply falls back to the outbox as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agent.llm_stream import tool_status
+from gateway.config import DeliverySettings
+from gateway.errors import AdapterError
+from gateway.outbound.delivery import target_from_dict, target_to_dict
+from gateway.outbound.replies import PendingItem
+from gateway.platforms.base import OutboundTarget, PlatformAdapter
+from gateway.splitter import split_message
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+STOPPED_NOTE = "(stopped)"
+INTERRUPTED_NOTE = "(interrupted — this answer did not finish)"
+RESTART_NOTE = "(interrupted by a restart — the answer follows in a new message)"
+SURPLUS_TEXT = "…"
+STOP_WAIT_SECONDS = 30.0
+
+
+class EditPacer:
+    """At most one flush per ``interval`` seconds per chat, shared by every stream in that chat."""
+
+    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._last: dict[tuple[str, str], float] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def lock(self, target: OutboundTarget) -> asyncio.Lock:
+        return self._locks.setdefault((target.platform, target.chat_id), asyncio.Lock())
+
+    async def wait_turn(self, target: OutboundTarget) -> None:
+        """Sleep until this chat may be edited again (call with :meth:`lock` held), then take the slot."""
+        key = (target.platform, target.chat_id)
+        last = self._last.get(key)
+        if last is not None:
+            delay = last + self.interval - self._clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        self._last[key] = self._clock()
+
+
+class LiveReply:
+    """One turn's reply as it is written; see the module docstring."""
+
+    def __init__(
+        self,
+        adapter: PlatformAdapter,
+        store: Store,
+        session_id: str,
+        target: OutboundTarget,
+        pacer: EditPacer,
+    ) -> None:
+        self._adapter = adapter
+        self._store = store
+        self._session_id = session_id
+        self._target = target
+        self._pacer = pacer
+        self._text = ""
+        self._status: str | None = None
+        self._changed = asyncio.Event()
+        self.ids: list[str] = []
+        self._shown: list[str] = []
+        self.stream_id: int | None = None
+        self.flushes = 0
+        self._broken = False
+        self._closing = False
+        self._task = asyncio.create_task(self._run(), name=f"live reply {session_id}")
+
+    # the turn's listener (synchronous, never blocking) -------------------------------------
+    def call_started(self) -> None:
+        self._text = ""
+
+    def text(self, delta: str) -> None:
+        self._text += delta
+        if self._text.strip():
+            self._status = None
+            self._changed.set()
+
+    def tool_started(self, name: str) -> None:
+        self._status = tool_status(name)
+        self._changed.set()
+
+    @property
+    def display(self) -> str:
+        return f"⏳ {self._status}" if self._status is not None else self._text
+
+    # showing it ----------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while not self._broken and not self._closing:
+            await self._changed.wait()
+            if self._closing:
+                return
+            async with self._pacer.lock(self._target):
+                await self._pacer.wait_turn(self._target)
+                self._changed.clear()
+                await self._show(self.display)
+
+    async def _show(self, text: str, *, final: bool = False) -> None:
+        """Make the messages show ``text``. While the reply grows only the newest message is edited
+        (and new ones posted): earlier ones change only by their "(1/n)" numbering, which the
+        ``final`` pass sets right, so one flush is one edit however long the reply."""
+        if not text.strip() or self._broken:
+            return
+        parts = split_message(text, self._adapter.text_limit, measure=self._adapter.measure)
+        try:
+            for index, part in enumerate(parts):
+                if index < len(self.ids):
+                    settled = index < len(self.ids) - 1 and index < len(parts) - 1
+                    if self._shown[index] != part and (final or not settled):
+                        await self._adapter.edit(self._target, self.ids[index], part)
+                        self._shown[index] = part
+                    continue
+                if self.stream_id is None:
+                    self.stream_id = await self._store.stream_open(
+                        session_id=self._session_id, target=target_to_dict(self._target)
+                    )
+                where = self._target if index == 0 else self._adapter.continuation(self._target)
+                self.ids.append(await self._adapter.stream_send(where, part))
+                self._shown.append(part)
+        except AdapterError as exc:
+            _log.warning("streaming a reply failed; it goes out as a whole instead: %s", exc)
+            self._broken = True
+        self.flushes += 1
+        if self.stream_id is not None:
+            await self._store.stream_update(self.stream_id, message_ids=self.ids, shown=self._shown)
+
+    def detach(self) -> None:
+        """Stop showing (the service is stopping); the open stream is left for the next start."""
+        self._task.cancel()
+
+    async def _stop_task(self) -> None:
+        """Let a flush in flight finish (a send cut off midway could leave a message we never
+        recorded), then stop showing."""
+        self._closing = True
+        self._changed.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_SECONDS)
+        except TimeoutError:
+            self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def finish(self, text: str) -> list[str] | None:
+        """Show exactly ``text`` (the stored reply); the message ids, or None when streaming failed."""
+        await self._stop_task()
+        if not self._broken:
+            async with self._pacer.lock(self._target):
+                await self._pacer.wait_turn(self._target)
+                await self._show(text, final=True)
+        if self._broken:
+            await self._close()
+            return None
+        parts = len(split_message(text, self._adapter.text_limit, measure=self._adapter.measure))
+        for index in range(parts, len(self.ids)):  # a longer earlier display left messages over
+            with contextlib.suppress(AdapterError):
+                await self._adapter.edit(self._target, self.ids[index], SURPLUS_TEXT)
+        await self._end()
+        return self.ids[:parts]
+
+    async def abandon(self, note: str) -> None:
+        """The turn ended without a reply (stopped, failed): the partial message says so."""
+        await self._stop_task()
+        if self.ids and not self._broken:
+            # What the model had written by then (more than the last edit showed), then the note.
+            async with self._pacer.lock(self._target):
+                await self._pacer.wait_turn(self._target)
+                await self._show(f"{self.display.rstrip()}\n\n{note}", final=True)
+        await self._close()
+        await self._end()
+
+    async def _close(self) -> None:
+        if self.stream_id is not None:
+            await self._store.stream_close(self.stream_id)
+
+    async def _end(self) -> None:
+        with contextlib.suppress(AdapterError):
+            await self._adapter.stream_end(self._target)
+
+
+def with_note(shown: str, note: str, adapter: PlatformAdapter) -> str:
+    """``shown`` with ``note`` appended, shortened so that it still fits the platform's limit."""
+    text = f"{shown}\n\n{note}"
+    while adapter.measure(text) > adapter.text_limit and shown:
+        shown = shown[: max(0, len(shown) - max(1, len(text) - adapter.text_limit) - 1)]
+        text = f"{shown}…\n\n{note}"
+    return text
+
+
+class Streams:
+    """Opens live replies for the platforms that can show them, and finishes them durably."""
+
+    def __init__(
+        self,
+        store: Store,
+        adapter_for: Callable[[str], PlatformAdapter | None],
+        settings: DeliverySettings,
+    ) -> None:
+        self._store = store
+        self._adapter_for = adapter_for
+        self._settings = settings
+        self._pacer = EditPacer(settings.edit_interval_seconds)
+
+    def open(self, session_id: str, target: OutboundTarget) -> LiveReply | None:
+        """A live reply for ``target``, or None when this reply is not streamed."""
+        adapter = self._adapter_for(target.platform)
+        if not self._settings.streaming or adapter is None or not adapter.streams:
+            return None
+        return LiveReply(adapter, self._store, session_id, target, self._pacer)
+
+    async def deliver(
+        self, live: LiveReply, pending: Sequence[PendingItem[Any]], text: str, message_id: int | None
+    ) -> bool:
+        """Finish ``live`` as the answer to ``pending``; False when the outbox must send it instead."""
+        ids = await live.finish(text)
+        if ids is None:
+            return False
+        if live.stream_id is None:  # nothing was shown: cannot happen after a successful finish
+            return False
+        await self._store.stream_deliver(
+            live.stream_id,
+            text=text,
+            message_ids=ids,
+            inbox_ids=[p.item.id for p in pending],
+            message_id=message_id,
+        )
+        for p in pending:
+            await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
+        return True
+
+    async def recover(self) -> int:
+        """Tell the streams a crash cut short that they were interrupted (their turns are answered
+        again from the inbox); returns how many were closed."""
+        closed = 0
+        for stream in await self._store.streams_open():
+            target = target_from_dict(stream.target)
+            adapter = self._adapter_for(target.platform)
+            if adapter is None:
+                continue  # another worker runs that platform
+            if stream.message_ids and stream.shown:
+                try:
+                    note = with_note(stream.shown[-1], RESTART_NOTE, adapter)
+                    await adapter.edit(target, stream.message_ids[-1], note)
+                except AdapterError as exc:
+                    _log.warning("could not mark an interrupted reply: %s", exc)
+            await self._store.stream_close(stream.id)
+            closed += 1
+        if closed:
+            _log.info("%d reply stream(s) cut short by a restart marked as interrupted", closed)
+        return closed

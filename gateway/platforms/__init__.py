@@ -1,0 +1,1 @@
+"""Platform adapters: the interface (base) and one package per platform."""

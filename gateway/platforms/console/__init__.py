@@ -1,0 +1,1 @@
+"""The console platform: a local terminal chat, interactive or scripted."""

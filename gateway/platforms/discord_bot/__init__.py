@@ -1,0 +1,1 @@
+"""The Discord platform over discord.py: adapter, client, inbound, interactions, shards."""

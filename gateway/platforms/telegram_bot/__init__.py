@@ -1,0 +1,1 @@
+"""The Telegram platform over python-telegram-bot: adapter, inbound, formatting."""

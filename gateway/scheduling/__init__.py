@@ -1,0 +1,1 @@
+"""The clockwork: our scheduler wrapper, cluster-wide job runs, reminders and tasks."""

@@ -1,0 +1,386 @@
+"""Chat commands: ``/new``, ``/compact [focus]``, ``/forget [N]``, ``/context``, ``/usage``,
+``/status``, ``/stop``, ``/tasks``, ``/cancel ID``, ``/help``, and the admin-only ``/restore``.
+
+Commands are stored in the inbox like any message but never reach the model. ``/stop`` acts
+at intake (it must not wait behind the turn it stops); the others run in the session's
+order, between turns. Every handler returns the one reply text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, timedelta
+
+from agent.clock import Clock, utcnow
+from agent.compaction import compact, forget, with_api_limit
+from agent.context_engine import ContextEngine
+from agent.engines.strategies.snip import SnipRefused
+from agent.errors import CompressionError, LLMError, NotFound
+from agent.server_context import STRATEGIES_KEY
+from agent.settings import CompressionSettings
+from agent.tasks import TaskRejected
+from agent.tokens import estimate_tokens
+from agent.tools.schedule import task_line
+from agent.types import AgentSession, ChatMessage, CompactionRecord, ContextState
+from gateway.platforms.base import CommandSpec
+from gateway.scheduling.tasks import TaskBook
+from gateway.store.engine_ops import SessionStrategyRuns, strategy_overview
+from gateway.store.records import SessionInfo
+from gateway.store.repository import Store
+
+_log = logging.getLogger(__name__)
+
+HELP: dict[str, str] = {
+    "new": "start a fresh conversation (the current one stays searchable)",
+    "compact": "summarize the older part of this conversation now (/compact budget: focus on the budget)",
+    "forget": "set the last N exchanges aside (default 1); still searchable, an admin can restore them",
+    "context": "how full the model's window is: system, memory, summary, history, tools, free",
+    "usage": "tokens, cache hit rate and cost of this conversation",
+    "status": "model, age, messages, compactions",
+    "stop": "stop the answer in progress",
+    "tasks": "this chat's reminders and recurring tasks",
+    "cancel": "cancel one of them: /cancel ID",
+    "help": "this list",
+}
+ADMIN_HELP: dict[str, str] = {"restore": "undo the latest compaction of this conversation"}
+ALIASES = {"start": "help"}
+IMMEDIATE = frozenset({"stop", "new"})
+"""Commands that cancel the running turn at once, on whichever worker runs it (then served in order)."""
+ARGUMENTS: dict[str, tuple[str, str, bool]] = {
+    "compact": ("focus", "what the summary should keep in particular", False),
+    "cancel": ("id", "the reminder to cancel (its id from /tasks)", True),
+    "forget": ("n", "how many of the latest exchanges to set aside (default 1)", False),
+}
+"""Commands that take an argument: (option name, description, required), for native command menus."""
+PRIVATE = frozenset({"context", "usage", "status", "tasks", "help"})
+"""Answers only for the one who asked (Discord: ephemeral); the rest change the shared conversation."""
+SLOW = frozenset({"compact"})
+"""May take longer than a platform's answer window (a summarizer call)."""
+BAR_WIDTH = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    args: str
+
+
+def command_in(text: str, *, addressed: bool) -> Command | None:
+    """The one rule for "is this a command?": a known ``/command`` in a message addressed to the bot.
+
+    In a group, ``/new`` said to someone else is only text. Intake asks it of a new message (to stop
+    a running turn at once); :func:`gateway.serving.inbound.parse_item` asks it once per inbox item.
+    """
+    return parse_command(text) if addressed else None
+
+
+def parse_command(text: str) -> Command | None:
+    """``/name[@bot] args`` for a command we know; anything else is a message for the model."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or len(stripped) < 2:
+        return None
+    head, _, args = stripped[1:].partition(" ")
+    name = head.split("@", 1)[0].lower()
+    name = ALIASES.get(name, name)
+    if name not in HELP and name not in ADMIN_HELP:
+        return None
+    return Command(name, args.strip())
+
+
+def command_specs() -> list[CommandSpec]:
+    """Every user command of :data:`HELP` (admin ones stay text-only) as platforms register them."""
+    specs: list[CommandSpec] = []
+    for name, text in HELP.items():
+        option, option_text, required = ARGUMENTS.get(name, (None, "", False))
+        specs.append(
+            CommandSpec(
+                name,
+                text[:100],
+                argument=option,
+                argument_description=option_text,
+                argument_required=required,
+                private=name in PRIVATE,
+                slow=name in SLOW,
+            )
+        )
+    return specs
+
+
+@dataclass(slots=True)
+class CommandContext:
+    """What a command may look at or change: the session, its store, the engine."""
+
+    store: Store
+    engine: ContextEngine
+    compression: CompressionSettings
+    session: AgentSession
+    info: SessionInfo
+    is_admin: bool
+    tool_tokens: int = 0
+    memory_tokens: int = 0
+    clock: Clock = utcnow
+    tasks: TaskBook | None = None
+
+
+Handler = Callable[[CommandContext, str], Awaitable[str]]
+
+
+async def run_command(ctx: CommandContext, command: Command) -> str:
+    """Run ``command`` (never ``/stop``: the gateway handles it) and return the reply text."""
+    if command.name in ADMIN_HELP and not ctx.is_admin:
+        return f"/{command.name} is for admins only."
+    handler = _HANDLERS.get(command.name)
+    if handler is None:
+        return f"/{command.name} is handled elsewhere."
+    return await handler(ctx, command.args)
+
+
+async def _new(ctx: CommandContext, _: str) -> str:
+    await ctx.store.end_session(ctx.info.id, "new")
+    return "Started a new conversation. The previous one is kept and still searchable."
+
+
+async def _compact(ctx: CommandContext, focus: str) -> str:
+    try:
+        result = await compact(ctx.engine, ctx.store, ctx.session, trigger="manual", focus=focus or None)
+    except (CompressionError, LLMError) as exc:
+        _log.warning("manual compaction failed: %s", exc, extra={"session": ctx.session.id})
+        return "I couldn't summarize the conversation right now; nothing was changed. Try again in a while."
+    if result.record is None:
+        reason = result.outcome.reason or "nothing to compact yet"
+        return f"Nothing was compacted ({reason})."
+    record = result.record
+    summaries = sum(1 for m in result.messages if m.kind == "summary")
+    focus_note = f", focused on “{focus}”" if focus else ""
+    return (
+        f"Compacted {record.messages_archived} messages -> {summaries} summary + "
+        f"{len(result.messages) - summaries} "
+        f"({record.tokens_before:,} -> {record.tokens_after:,} tokens{focus_note})."
+    )
+
+
+def context_breakdown(
+    session: AgentSession,
+    messages: list[ChatMessage],
+    state: ContextState,
+    *,
+    tool_tokens: int,
+    memory_tokens: int,
+) -> list[tuple[str, int]]:
+    """(part, tokens) for system, memory, summary, history, tools and free, in the window's units."""
+    system = estimate_tokens(session.system_prompt, state)
+    summary = estimate_tokens([m for m in messages if m.kind == "summary"], state)
+    history = estimate_tokens([m for m in messages if m.kind != "summary"], state)
+    used = system + memory_tokens + summary + history + tool_tokens
+    free = max(0, session.context_window - used)
+    return [
+        ("system", system),
+        ("memory", memory_tokens),
+        ("summary", summary),
+        ("history", history),
+        ("tools", tool_tokens),
+        ("free", free),
+    ]
+
+
+def budget_line(session: AgentSession, compression: CompressionSettings) -> str:
+    """Window, budget and where the two compaction thresholds sit (fractions of min(window, budget))."""
+    room = session.budget_window
+    in_loop = compression.threshold_for(session.model)
+    hygiene = compression.hygiene_threshold_for(session.model)
+    budget = "none (the whole window)" if session.budget_tokens is None else f"{session.budget_tokens:,}"
+    return (
+        f"Window {session.context_window:,} tokens, budget {budget}: compaction at "
+        f"{int(in_loop * room):,} during a turn ({100 * in_loop:.0f}%) and "
+        f"{int(hygiene * room):,} before one ({100 * hygiene:.0f}%)."
+    )
+
+
+def render_bars(parts: list[tuple[str, int]], window: int) -> str:
+    """A text bar chart, one row per part: ``history  ████████░░░  12,345  6.2%``."""
+    used = sum(tokens for name, tokens in parts if name != "free")
+    lines = [f"Context: {used:,} of {window:,} tokens ({100 * used / window:.1f}%)"]
+    for name, tokens in parts:
+        share = tokens / window if window else 0.0
+        filled = min(BAR_WIDTH, round(share * BAR_WIDTH))
+        if tokens and not filled:
+            filled = 1
+        bar = "█" * filled + "░" * (BAR_WIDTH - filled)
+        lines.append(f"{name:<8} {bar} {tokens:>9,} {100 * share:5.1f}%")
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+async def _context(ctx: CommandContext, _: str) -> str:
+    messages = await ctx.store.load_active(ctx.session.id)
+    state = await ctx.store.load_context_state(ctx.session.id)
+    session = with_api_limit(ctx.session, state)  # the limit the API reported, when it is lower
+    parts = context_breakdown(
+        session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
+    )
+    chart = render_bars(parts, session.context_window)
+    chart += "\n" + budget_line(session, ctx.compression)
+    if state.last_prompt_tokens is not None:
+        chart += f"\nLast prompt as counted by the API: {state.last_prompt_tokens:,} tokens."
+    records = await ctx.store.list_compactions(ctx.session.id)
+    lines = strategy_lines(records, await ctx.store.session_strategy_runs(ctx.session.id))
+    return chart + "".join(f"\n{line}" for line in [*lines, *server_clearing_lines(state)])
+
+
+def server_clearing_lines(state: ContextState) -> list[str]:
+    """What the API's tool-result clearing did (it changes requests, not the store: no compaction row)."""
+    runs = state.extra.get(STRATEGIES_KEY, {}).get("server_clearing")
+    if not isinstance(runs, dict) or not runs.get("runs"):
+        return []
+    return [
+        f"Cleared by the API (server_clearing): {int(runs.get('last_tokens_freed', 0)):,} tokens of "
+        f"{int(runs.get('last_cleared_tool_uses', 0))} old tool results on the last call; "
+        f"{int(runs.get('tokens_freed', 0)):,} tokens not sent over {int(runs['runs'])} calls."
+    ]
+
+
+def strategy_lines(records: list[CompactionRecord], runs: Sequence[SessionStrategyRuns] = ()) -> list[str]:
+    """Which strategy ran last and how many tokens each freed (compactions still in force, and
+    the API's clearing, which makes no compaction row)."""
+    overview = strategy_overview(records, runs)
+    if overview is None:
+        return []
+    totals = ", ".join(f"{name} {freed:,} ({n}x)" for name, n, freed in overview.totals)
+    return [
+        f"Last strategy: {overview.last} (freed {overview.last_freed:,} tokens)",
+        f"Freed by strategy: {totals}",
+    ]
+
+
+MAX_FORGET = 50
+
+
+async def _forget(ctx: CommandContext, args: str) -> str:
+    word = args.split()[0] if args.split() else "1"
+    if not word.isdigit() or not 1 <= int(word) <= MAX_FORGET:
+        return f"How many exchanges? Send /forget N with N from 1 to {MAX_FORGET}."
+    try:
+        result = await forget(ctx.engine, ctx.store, ctx.session, last=int(word))
+    except SnipRefused as exc:
+        return f"Nothing was set aside ({exc})."
+    record = result.record
+    assert record is not None
+    return (
+        f"Set aside {record.messages_archived} messages ({record.tokens_freed:,} tokens). "
+        "They stay searchable, and an admin can bring them back (/restore)."
+    )
+
+
+async def _usage(ctx: CommandContext, _: str) -> str:
+    usage = await ctx.store.usage_summary(ctx.session.id)
+    prompt = usage.input + usage.cache_write + usage.cache_read
+    hit_rate = 100 * usage.cache_read / prompt if prompt else 0.0
+    return (
+        f"This conversation: {usage.calls:,} model calls, {prompt:,} prompt tokens "
+        f"({usage.cache_read:,} read from cache: {hit_rate:.0f}% hit rate; {usage.cache_write:,} written), "
+        f"{usage.output:,} output tokens, cost ${usage.cost_usd:.4f}."
+    )
+
+
+async def _status(ctx: CommandContext, _: str) -> str:
+    active, archived = await ctx.store.message_counts(ctx.session.id)
+    compactions = await ctx.store.list_compactions(ctx.session.id)
+    age = _age(ctx.clock() - ctx.info.created_at)
+    lines = [
+        f"Model: {ctx.session.model} (window {ctx.session.context_window:,} tokens)",
+        _override_line(ctx.info),
+        f"Conversation started {age} ago",
+        f"Messages: {active:,} active, {archived:,} archived",
+        f"Compactions: {len(compactions)}",
+    ]
+    if compactions:
+        last = compactions[-1]
+        when = last.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        restored = " (undone)" if last.restored_at else ""
+        lines.append(
+            f"Last compaction: {when}, {last.trigger}, {last.messages_archived} messages, "
+            f"{last.tokens_before:,} -> {last.tokens_after:,} tokens{restored}"
+        )
+    return "\n".join(lines)
+
+
+def _override_line(info: SessionInfo) -> str:
+    """Which ``overrides:`` entries this session started with (frozen until /new)."""
+    frozen = info.chat_overrides or {}
+    match = frozen.get("match") or []
+    if not match:
+        return "Chat overrides: none (the service's settings)"
+    parts = [f"summary model {frozen['summary_model']}"] if frozen.get("summary_model") else []
+    if frozen.get("budget_tokens"):
+        parts.append(f"budget {int(frozen['budget_tokens']):,} tokens")
+    extra = f" ({', '.join(parts)})" if parts else ""
+    return f"Chat overrides: {', '.join(str(m) for m in match)}{extra}; changes apply after /new"
+
+
+async def _help(ctx: CommandContext, _: str) -> str:
+    entries = dict(HELP)
+    if ctx.is_admin:
+        entries.update(ADMIN_HELP)
+    return "Commands:\n" + "\n".join(f"/{name} — {text}" for name, text in entries.items())
+
+
+async def _restore(ctx: CommandContext, _: str) -> str:
+    try:
+        record = await ctx.store.restore_latest_compaction(ctx.session.id)
+    except NotFound:
+        return "There is no compaction to undo."
+    await ctx.store.audit(
+        "restore", platform=ctx.session.platform, user_id=None, detail=f"{ctx.session.id} {record.id}"
+    )
+    return (
+        f"Undid the latest compaction ({record.trigger}): "
+        f"{record.messages_archived} messages are active again."
+    )
+
+
+async def _tasks(ctx: CommandContext, _: str) -> str:
+    if ctx.tasks is None:
+        return "Scheduled tasks are turned off here."
+    views = await ctx.tasks.tasks_of(ctx.info.key)
+    if not views:
+        return "No active tasks in this chat."
+    return "Tasks in this chat:\n" + "\n".join(task_line(v) for v in views)
+
+
+async def _cancel(ctx: CommandContext, args: str) -> str:
+    if ctx.tasks is None:
+        return "Scheduled tasks are turned off here."
+    task_id = args.split()[0] if args.split() else ""
+    if not task_id:
+        return "Which task? Send /cancel ID (/tasks lists them)."
+    try:
+        task = await ctx.tasks.cancel(ctx.info.key, task_id)
+    except TaskRejected:
+        return f"There is no active task {task_id[:40]} in this chat; /tasks lists them."
+    return f"Cancelled task {task.id} ({task.schedule})."
+
+
+def _age(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 60:
+        return "less than a minute"
+    if seconds < 3600:
+        return f"{max(1, seconds // 60)} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
+
+
+_HANDLERS: dict[str, Handler] = {
+    "new": _new,
+    "compact": _compact,
+    "forget": _forget,
+    "context": _context,
+    "usage": _usage,
+    "status": _status,
+    "help": _help,
+    "restore": _restore,
+    "tasks": _tasks,
+    "cancel": _cancel,
+}

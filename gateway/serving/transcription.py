@@ -1,0 +1,121 @@
+"""Speech to text for voice notes and audio files: an OpenAI-compatible server or a local program.
+
+``media.transcription.url``: ``POST {url}/audio/transcriptions`` with multipart ``file`` and
+``model`` (bearer key ``HYGIEIA_TRANSCRIPTION_API_KEY`` when set), answered ``{"text": ...}``.
+``media.transcription.command``: a program run without a shell, given the audio file's path
+(``{file}`` in the command, else appended), whose standard output is the transcript.
+Every failure is a :class:`gateway.errors.MediaError` with a sentence for the sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shlex
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from gateway.config import Settings, TranscriptionSettings
+from gateway.errors import MediaError
+
+_log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 200
+
+
+class Transcriber(ABC):
+    """Turns one recording into text."""
+
+    @abstractmethod
+    async def transcribe(self, data: bytes, file_name: str, mime_type: str | None) -> str:
+        """The transcript; raises :class:`MediaError` when it cannot be had."""
+
+
+class HttpTranscriber(Transcriber):
+    """An OpenAI-compatible ``/audio/transcriptions`` endpoint."""
+
+    def __init__(self, url: str, model: str, *, api_key: str | None, timeout: float) -> None:
+        self._endpoint = url.rstrip("/") + "/audio/transcriptions"
+        self._model = model
+        self._api_key = api_key
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+
+    async def transcribe(self, data: bytes, file_name: str, mime_type: str | None) -> str:
+        form = aiohttp.FormData()
+        form.add_field("file", data, filename=file_name, content_type=mime_type or "application/octet-stream")
+        form.add_field("model", self._model)
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=self._timeout) as http,
+                http.post(self._endpoint, data=form, headers=headers) as response,
+            ):
+                if response.status != 200:
+                    detail = (await response.text())[:MAX_ERROR_CHARS]
+                    _log.warning("transcription server answered %s: %s", response.status, detail)
+                    raise MediaError(f"the transcription service refused it (HTTP {response.status})")
+                body: Any = await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            _log.warning("transcription server unreachable: %r", exc)
+            raise MediaError("the transcription service is not reachable right now") from exc
+        except ValueError as exc:
+            raise MediaError("the transcription service gave an answer I could not read") from exc
+        text = body.get("text") if isinstance(body, dict) else None
+        if not isinstance(text, str):
+            raise MediaError("the transcription service gave an answer I could not read")
+        return text.strip()
+
+
+class CommandTranscriber(Transcriber):
+    """A local program: the audio file's path in, the transcript on standard output."""
+
+    def __init__(self, command: str, *, timeout: float) -> None:
+        self._argv = shlex.split(command)
+        if not self._argv:
+            raise ValueError("media.transcription.command is empty")
+        self._timeout = timeout
+
+    async def transcribe(self, data: bytes, file_name: str, mime_type: str | None) -> str:
+        suffix = Path(file_name).suffix or ".audio"
+        with tempfile.TemporaryDirectory(prefix="hygieia-audio-") as folder:
+            path = Path(folder) / f"recording{suffix}"
+            await asyncio.to_thread(path.write_bytes, data)
+            argv = [part.replace("{file}", str(path)) for part in self._argv]
+            if not any("{file}" in part for part in self._argv):
+                argv.append(str(path))
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+                )
+            except OSError as exc:
+                _log.warning("transcription command could not start: %r", exc)
+                raise MediaError("the transcription program could not be started") from exc
+            try:
+                out, err = await asyncio.wait_for(process.communicate(), self._timeout)
+            except TimeoutError as exc:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+                raise MediaError("transcribing it took too long") from exc
+        if process.returncode != 0:
+            _log.warning(
+                "transcription command exited %s: %s", process.returncode, err.decode(errors="replace")[:200]
+            )
+            raise MediaError("the transcription program failed")
+        return out.decode("utf-8", errors="replace").strip()
+
+
+def build_transcriber(settings: Settings) -> Transcriber | None:
+    """The configured backend (the server when both are set), or None when voice notes are off."""
+    config: TranscriptionSettings = settings.media.transcription
+    key = settings.transcription_api_key.get_secret_value() if settings.transcription_api_key else None
+    if config.url:
+        return HttpTranscriber(config.url, config.model, api_key=key, timeout=config.timeout_seconds)
+    if config.command:
+        return CommandTranscriber(config.command, timeout=config.timeout_seconds)
+    return None
