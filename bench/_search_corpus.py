@@ -13,7 +13,6 @@ load is done and leaves exactly the schema the service uses.
 from __future__ import annotations
 
 import itertools
-import json
 import random
 import sqlite3
 import time
@@ -183,7 +182,8 @@ def message_values(row: Row, index: int, cjk: Any) -> dict[str, Any]:
         "seq": row.seq,
         "sub_seq": 0,
         "role": "user" if index % 2 == 0 else "assistant",
-        "content": json.dumps([{"type": "text", "text": row.text}], ensure_ascii=False),
+        # One plain text block: the service stores it in ``text`` alone (``content`` NULL).
+        "content": None,
         "text": row.text,
         "kind": "message",
         "created_at": START + timedelta(seconds=index),

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from sqlalchemy import Row as SqlRow
 
-from agent.types import ChatMessage, CompactionRecord, ContextState, MessageKind, Role
+from agent.types import ChatMessage, CompactionRecord, ContentBlock, ContextState, MessageKind, Role
 from gateway.store.models import SessionRow
 from gateway.store.records import (
     InboxRecord,
@@ -24,10 +24,31 @@ from gateway.store.records import (
 Row = Mapping[Any, Any]
 
 
+def stored_content(content: list[ContentBlock], text: str) -> list[ContentBlock] | None:
+    """What ``messages.content`` holds for ``content`` whose searchable text is ``text``.
+
+    NULL for one plain text block equal to ``text`` (most messages): the row would otherwise
+    carry its text twice, once in the JSON and once in ``text``. Anything else is kept whole.
+    """
+    if len(content) == 1:
+        block = content[0]
+        if block.get("type") == "text" and len(block) == 2 and block.get("text") == text:
+            return None
+    return content
+
+
+def content_of(row: Row) -> list[ContentBlock]:
+    """A row's content blocks: ``content``, or its ``text`` as one block where that is NULL."""
+    stored = row["content"]
+    if stored is None:
+        return [{"type": "text", "text": row["text"]}]
+    return list(stored)
+
+
 def to_message(row: Row) -> ChatMessage:
     return ChatMessage(
         role=cast(Role, row["role"]),
-        content=list(row["content"] or []),
+        content=content_of(row),
         kind=cast(MessageKind, row["kind"]),
         id=int(row["id"]),
         seq=int(row["seq"]),

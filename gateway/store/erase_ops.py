@@ -47,6 +47,7 @@ from agent.clock import utcnow
 from agent.prompts import format_handoff
 from agent.types import ChatMessage, content_text, text_block
 from gateway.store.base import Repo, bump_view, chunks
+from gateway.store.convert import stored_content
 from gateway.store.db import Database
 from gateway.store.message_ops import row_values
 from gateway.store.models import compactions, inbox, memories, messages, scheduled_tasks, sessions
@@ -259,10 +260,16 @@ class EraseOps(Repo):
                 await s.execute(delete(messages).where(messages.c.id.in_(part)))
             for summary_id, producer in plan.summaries:
                 content = [text_block(redacted_summary(producer, now))]
+                plain = content_text(content)
                 await s.execute(
                     update(messages)
                     .where(messages.c.id == summary_id)
-                    .values(content=content, text=content_text(content), original_content=None, edited_at=now)
+                    .values(
+                        content=stored_content(content, plain),
+                        text=plain,
+                        original_content=None,
+                        edited_at=now,
+                    )
                 )
             for part in chunks(plan.inbox):
                 await s.execute(delete(inbox).where(inbox.c.id.in_(part)))

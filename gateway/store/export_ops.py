@@ -19,6 +19,7 @@ from agent.clock import utcnow
 from agent.errors import NotFound, StoreError
 from gateway.store.base import Repo, chunks
 from gateway.store.columns import clean_json
+from gateway.store.convert import content_of, stored_content
 from gateway.store.message_ops import ORDER
 from gateway.store.models import compactions, messages, sessions
 
@@ -66,7 +67,7 @@ class ExportOps(Repo):
                         (messages.c.seq > seq) | ((messages.c.seq == seq) & (messages.c.sub_seq > sub))
                     )
                 page = (await s.execute(stmt.order_by(*ORDER).limit(EXPORT_CHUNK))).mappings().all()
-                out.messages += [dict(r) for r in page]
+                out.messages += [{**r, "content": content_of(r)} for r in page]
                 if len(page) < EXPORT_CHUNK:
                     break
                 after = (int(page[-1]["seq"]), int(page[-1]["sub_seq"]))
@@ -118,7 +119,9 @@ class ExportOps(Repo):
                     if m.get(ref) is not None and m[ref] not in known_ids:
                         raise StoreError(f"message {m.get('id')} names an unknown compaction {m[ref]}")
                 values = {k: v for k, v in _pick(m, _MESSAGE_COLUMNS).items() if k != "id"}
-                values.update(session_id=session_id, content=clean_json(values.get("content") or []))
+                content = clean_json(values.get("content") or [])
+                text = str(values.get("text", ""))
+                values.update(session_id=session_id, content=stored_content(content, text))
                 new_id = await s.scalar(insert(messages).values(**values).returning(messages.c.id))
                 new_ids[int(m["id"])] = int(new_id or 0)
             for c in data.compactions:

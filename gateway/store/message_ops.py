@@ -14,15 +14,15 @@ from agent.tokens import content_tokens
 from agent.types import ChatMessage, ContentBlock, RecallPage, content_text
 from gateway.store.base import CONFLICT_RETRIES, Repo, bump_view
 from gateway.store.columns import clean_json, clean_text
-from gateway.store.convert import to_message
+from gateway.store.convert import content_of, stored_content, to_message
 from gateway.store.models import messages, sessions
 from gateway.store.search_index import search_values
 
 ORDER = (messages.c.seq, messages.c.sub_seq)
-# What a ChatMessage is made of: not ``text`` and ``search_cjk`` (derived from content, only for
-# search) nor the edit history, which would double what the hot path reads for every turn.
+# What a ChatMessage is made of (``text`` is its content where ``content`` is NULL): not
+# ``search_cjk`` (only for search) nor the edit history, which the hot path never needs.
 MESSAGE_COLUMNS = tuple(
-    c for c in messages.c if c.name not in ("text", "search_cjk", "original_content", "edited_at")
+    c for c in messages.c if c.name not in ("search_cjk", "original_content", "edited_at")
 )
 
 
@@ -98,14 +98,15 @@ class MessageOps(Repo):
                 return None
             if row["active"]:
                 await bump_view(s, session_id)
+            new_text = content_text(cleaned)
             await s.execute(
                 update(messages)
                 .where(messages.c.id == row["id"])
                 .values(
-                    content=cleaned,
-                    **search_values(content_text(cleaned)),
+                    content=stored_content(cleaned, new_text),
+                    **search_values(new_text),
                     edited_at=at,
-                    original_content=row["original_content"] or row["content"],
+                    original_content=row["original_content"] or content_of(row),
                     token_estimate=content_tokens(cleaned),
                 )
             )
@@ -215,11 +216,12 @@ def append_row(conn: Connection, session_id: str, stored: ChatMessage) -> tuple[
 
 def row_values(session_id: str, message: ChatMessage) -> dict[str, object]:
     """Column values for a new row holding ``message`` (content already cleaned)."""
+    text = content_text(message.content)
     return {
         "session_id": session_id,
         "role": message.role,
-        "content": message.content,
-        **search_values(content_text(message.content)),
+        "content": stored_content(message.content, text),
+        **search_values(text),
         "kind": message.kind,
         "author_id": message.author_id,
         "author_name": None if message.author_name is None else clean_text(message.author_name),

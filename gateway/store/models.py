@@ -136,7 +136,9 @@ class MessageRow(Base):
     seq: Mapped[int] = mapped_column(Integer)
     sub_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     role: Mapped[str] = mapped_column(String(16))
-    content: Mapped[list[dict[str, Any]]] = mapped_column(Json)
+    content: Mapped[list[dict[str, Any]] | None] = mapped_column(Json)
+    """The content blocks; NULL when they are one plain text block, which ``text`` then holds
+    (``gateway.store.convert.stored_content``)."""
     text: Mapped[str] = mapped_column(Text, server_default=sql_text("''"))
     kind: Mapped[str] = mapped_column(String(16), server_default=sql_text("'message'"))
     author_id: Mapped[str | None] = mapped_column(String(128))

@@ -146,12 +146,30 @@ def fts5_all(terms: tuple[Term, ...]) -> str | None:
 
 
 def fts5_substrings(parsed: ParsedQuery) -> str | None:
-    """Tier 2's substring part as a MATCH on the trigram table (substring terms only)."""
+    """Tier 2's candidates as a MATCH on the trigram table: rows holding every trigram of every
+    positive substring term. The table keeps no positions (``detail=none``), so this is a
+    superset; :func:`substring_globs` decides."""
     positive = [t for t in parsed.positive if t.substring]
     if not positive:
         return None
-    expression = "(" + " AND ".join(_fts5_phrase([t.literal]) for t in positive) + ")"
-    return expression + "".join(" NOT " + _fts5_phrase([t.literal]) for t in parsed.negative if t.substring)
+    trigrams = dict.fromkeys(t.literal[i : i + 3] for t in positive for i in range(len(t.literal) - 2))
+    return " AND ".join(_fts5_phrase([tri]) for tri in trigrams)
+
+
+def substring_globs(parsed: ParsedQuery) -> tuple[list[str], list[str]]:
+    """GLOB patterns a row's indexed text must match (each positive substring term) and must not
+    (each excluded one), folding case as the trigram tokenizer does."""
+    positive = [_glob(t.literal) for t in parsed.positive if t.substring]
+    return positive, [_glob(t.literal) for t in parsed.negative if t.substring]
+
+
+def _glob(literal: str) -> str:
+    # Terms hold letters, digits and single spaces only (``_TOKEN``): no GLOB wildcard to escape.
+    out = []
+    for ch in literal:
+        cases = sorted({c for c in (ch, ch.lower(), ch.upper()) if len(c) == 1})
+        out.append(ch if len(cases) == 1 else "[" + "".join(cases) + "]")
+    return "*" + "".join(out) + "*"
 
 
 def _lexeme(token: str) -> str:

@@ -44,6 +44,7 @@ from gateway.store.search_query import (
     fts5_any,
     fts5_substrings,
     like_pattern,
+    substring_globs,
     to_fts5,
     to_tsqueries,
     ts_all,
@@ -150,6 +151,8 @@ class SearchSql(Protocol):
 
 _FTS = table("messages_fts", column("rowid", Integer))
 _TRGM = table("messages_fts_trgm", column("rowid", Integer))
+_INDEXED: ColumnElement[Any] = func.substr(messages.c.text, 1, INDEX_CHARS)
+"""The part of a message the trigram table indexed: where a substring candidate is checked."""
 
 
 def _match(name: str, param: str, value: str) -> TextClause:
@@ -182,8 +185,12 @@ class SqliteSearch:
         if match is None:
             return None
         stmt = select(messages.c.id).select_from(_TRGM.join(messages, messages.c.id == _TRGM.c.rowid))
+        must, must_not = substring_globs(parsed)
         stmt = _with_sessions(stmt, filters).where(
-            _match("messages_fts_trgm", "substrings", match), *visible(filters)
+            _match("messages_fts_trgm", "substrings", match),
+            *(_INDEXED.op("GLOB")(bindparam(f"has{i}", g)) for i, g in enumerate(must)),
+            *(not_(_INDEXED.op("GLOB")(bindparam(f"lacks{i}", g))) for i, g in enumerate(must_not)),
+            *visible(filters),
         )
         required = fts5_all(tuple(t for t in parsed.positive if not t.substring))
         if required is not None:

@@ -16,6 +16,7 @@ from gateway.store.search_query import (
     fts5_any,
     fts5_substrings,
     parse,
+    substring_globs,
     to_fts5,
     to_tsqueries,
 )
@@ -63,7 +64,16 @@ def test_tsquery_translation_uses_quoted_lexemes() -> None:
 def test_terms_of_three_characters_or_more_are_also_substrings() -> None:
     parsed = parse('ab userprofile "get user" 数据库 -xyz -q')
     assert [t.substring for t in parsed.terms] == [False, True, True, False, True, False]
-    assert fts5_substrings(parsed) == '("userprofile" AND "get user") NOT "xyz"'
+    trigrams = ["use", "ser", "erp", "rpr", "pro", "rof", "ofi", "fil", "ile", "get", "et ", "t u", " us"]
+    assert fts5_substrings(parsed) == " AND ".join(f'"{t}"' for t in trigrams)
+    assert substring_globs(parsed) == (
+        ["*[Uu][Ss][Ee][Rr][Pp][Rr][Oo][Ff][Ii][Ll][Ee]*", "*[Gg][Ee][Tt] [Uu][Ss][Ee][Rr]*"],
+        ["*[Xx][Yy][Zz]*"],
+    )
+
+
+def test_a_substring_pattern_folds_case_beyond_ascii_and_keeps_uncased_characters() -> None:
+    assert substring_globs(parse("Größe42"))[0] == ["*[Gg][Rr][Öö]ß[Ee]42*"]
 
 
 @pytest.mark.parametrize("query", ["", "   ", "*", '"', "-word", "-", "🎉🎉", "\x00", "!!!"])
@@ -76,7 +86,7 @@ def test_queries_without_positive_terms_translate_to_nothing(query: str) -> None
 def test_any_text_is_a_valid_fts5_query(query: str) -> None:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, cjk, tokenize='unicode61 remove_diacritics 2')")
-    conn.execute("CREATE VIRTUAL TABLE g USING fts5(text, tokenize='trigram')")
+    conn.execute("CREATE VIRTUAL TABLE g USING fts5(text, tokenize='trigram', detail=none)")
     conn.execute("INSERT INTO t(text, cjk) VALUES ('some text to match against', 'x 数 据')")
     conn.execute("INSERT INTO g(text) VALUES ('some text to match against')")
     parsed = parse(query)
