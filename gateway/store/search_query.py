@@ -148,28 +148,47 @@ def fts5_all(terms: tuple[Term, ...]) -> str | None:
 def fts5_substrings(parsed: ParsedQuery) -> str | None:
     """Tier 2's candidates as a MATCH on the trigram table: rows holding every trigram of every
     positive substring term. The table keeps no positions (``detail=none``), so this is a
-    superset; :func:`substring_globs` decides."""
+    superset; :func:`substring_checks` decides."""
     positive = [t for t in parsed.positive if t.substring]
     if not positive:
         return None
-    trigrams = dict.fromkeys(t.literal[i : i + 3] for t in positive for i in range(len(t.literal) - 2))
+    trigrams = dict.fromkeys(tri for t in positive for tri in _covering_trigrams(t.literal))
     return " AND ".join(_fts5_phrase([tri]) for tri in trigrams)
 
 
-def substring_globs(parsed: ParsedQuery) -> tuple[list[str], list[str]]:
-    """GLOB patterns a row's indexed text must match (each positive substring term) and must not
-    (each excluded one), folding case as the trigram tokenizer does."""
-    positive = [_glob(t.literal) for t in parsed.positive if t.substring]
-    return positive, [_glob(t.literal) for t in parsed.negative if t.substring]
+def _covering_trigrams(literal: str) -> list[str]:
+    """Trigrams that cover every character of ``literal`` (every third, and the last): each
+    one read costs its whole row list, and the check on the text rejects what they let by."""
+    starts = [*range(0, len(literal) - 2, 3), len(literal) - 3]
+    return [literal[i : i + 3] for i in dict.fromkeys(starts)]
 
 
-def _glob(literal: str) -> str:
-    # Terms hold letters, digits and single spaces only (``_TOKEN``): no GLOB wildcard to escape.
+@dataclass(frozen=True, slots=True)
+class SubstringCheck:
+    """How SQLite checks a substring term on a trigram candidate's text: ``LIKE`` (ASCII case
+    folding, fast) for a term of ASCII characters, else ``GLOB`` with both cases of each letter
+    (SQLite's LIKE folds ASCII only; a class per letter is several times slower, so only there)."""
+
+    operator: str
+    pattern: str
+
+
+def substring_checks(parsed: ParsedQuery) -> tuple[list[SubstringCheck], list[SubstringCheck]]:
+    """What a row's indexed text must hold (each positive substring term) and must not (each
+    excluded one), folding case as the trigram tokenizer does."""
+    positive = [_check(t.literal) for t in parsed.positive if t.substring]
+    return positive, [_check(t.literal) for t in parsed.negative if t.substring]
+
+
+def _check(literal: str) -> SubstringCheck:
+    # Terms hold letters, digits and single spaces only (``_TOKEN``): no wildcard to escape.
+    if literal.isascii():
+        return SubstringCheck("LIKE", f"%{literal}%")
     out = []
     for ch in literal:
         cases = sorted({c for c in (ch, ch.lower(), ch.upper()) if len(c) == 1})
         out.append(ch if len(cases) == 1 else "[" + "".join(cases) + "]")
-    return "*" + "".join(out) + "*"
+    return SubstringCheck("GLOB", "*" + "".join(out) + "*")
 
 
 def _lexeme(token: str) -> str:

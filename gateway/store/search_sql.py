@@ -39,12 +39,13 @@ from gateway.store.models import messages, sessions
 from gateway.store.search_index import INDEX_CHARS
 from gateway.store.search_query import (
     ParsedQuery,
+    SubstringCheck,
     Term,
     fts5_all,
     fts5_any,
     fts5_substrings,
     like_pattern,
-    substring_globs,
+    substring_checks,
     to_fts5,
     to_tsqueries,
     ts_all,
@@ -185,11 +186,14 @@ class SqliteSearch:
         if match is None:
             return None
         stmt = select(messages.c.id).select_from(_TRGM.join(messages, messages.c.id == _TRGM.c.rowid))
-        must, must_not = substring_globs(parsed)
+        must, must_not = substring_checks(parsed)
         stmt = _with_sessions(stmt, filters).where(
             _match("messages_fts_trgm", "substrings", match),
-            *(_INDEXED.op("GLOB")(bindparam(f"has{i}", g)) for i, g in enumerate(must)),
-            *(not_(_INDEXED.op("GLOB")(bindparam(f"lacks{i}", g))) for i, g in enumerate(must_not)),
+            *(_INDEXED.op(c.operator)(bindparam(f"has{i}", c.pattern)) for i, c in enumerate(must)),
+            *(
+                not_(_INDEXED.op(c.operator)(bindparam(f"lacks{i}", c.pattern)))
+                for i, c in enumerate(must_not)
+            ),
             *visible(filters),
         )
         required = fts5_all(tuple(t for t in parsed.positive if not t.substring))
@@ -197,6 +201,10 @@ class SqliteSearch:
             stmt = stmt.where(messages.c.id.in_(_fts_rowids("required", required)))
         stmt = stmt.where(messages.c.id.not_in(_fts_rowids("found", _substring_exclusions(parsed))))
         return _newest_first(ids.bound(stmt, _TRGM.c.rowid), _TRGM.c.rowid, limit)
+
+
+def _holds(check: SubstringCheck, param: str) -> ColumnElement[bool]:
+    return _INDEXED.op(check.operator, is_comparison=True)(bindparam(param, check.pattern))
 
 
 def _substring_exclusions(parsed: ParsedQuery) -> str:

@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 from agent.types import ChatMessage, SearchFilters
 from gateway.store.repository import Store
 from gateway.store.search_query import (
+    SubstringCheck,
     Term,
     TsQueries,
     fts5_any,
     fts5_substrings,
     parse,
-    substring_globs,
+    substring_checks,
     to_fts5,
     to_tsqueries,
 )
@@ -64,16 +65,16 @@ def test_tsquery_translation_uses_quoted_lexemes() -> None:
 def test_terms_of_three_characters_or_more_are_also_substrings() -> None:
     parsed = parse('ab userprofile "get user" 数据库 -xyz -q')
     assert [t.substring for t in parsed.terms] == [False, True, True, False, True, False]
-    trigrams = ["use", "ser", "erp", "rpr", "pro", "rof", "ofi", "fil", "ile", "get", "et ", "t u", " us"]
+    trigrams = ["use", "rpr", "ofi", "ile", "get", " us", "ser"]  # every third, and the last
     assert fts5_substrings(parsed) == " AND ".join(f'"{t}"' for t in trigrams)
-    assert substring_globs(parsed) == (
-        ["*[Uu][Ss][Ee][Rr][Pp][Rr][Oo][Ff][Ii][Ll][Ee]*", "*[Gg][Ee][Tt] [Uu][Ss][Ee][Rr]*"],
-        ["*[Xx][Yy][Zz]*"],
+    assert substring_checks(parsed) == (
+        [SubstringCheck("LIKE", "%userprofile%"), SubstringCheck("LIKE", "%get user%")],
+        [SubstringCheck("LIKE", "%xyz%")],
     )
 
 
-def test_a_substring_pattern_folds_case_beyond_ascii_and_keeps_uncased_characters() -> None:
-    assert substring_globs(parse("Größe42"))[0] == ["*[Gg][Rr][Öö]ß[Ee]42*"]
+def test_a_substring_with_letters_beyond_ascii_is_checked_with_both_cases_of_each() -> None:
+    assert substring_checks(parse("Größe42"))[0] == [SubstringCheck("GLOB", "*[Gg][Rr][Öö]ß[Ee]42*")]
 
 
 @pytest.mark.parametrize("query", ["", "   ", "*", '"', "-word", "-", "🎉🎉", "\x00", "!!!"])
