@@ -175,42 +175,60 @@ def compaction_values(cid: str) -> dict[str, Any]:
     }
 
 
-def message_values(row: Row, index: int, cjk: Any) -> dict[str, Any]:
-    """Column values of one message row; ``cjk`` computes ``search_cjk`` (None: no such column)."""
-    values: dict[str, Any] = {
-        "session_id": row.session_id,
-        "seq": row.seq,
-        "sub_seq": 0,
-        "role": "user" if index % 2 == 0 else "assistant",
-        # One plain text block: the service stores it in ``text`` alone (``content`` NULL).
-        "content": None,
-        "text": row.text,
-        "kind": "message",
-        "created_at": START + timedelta(seconds=index),
-        "active": not row.archived,
-        "compacted": row.archived,
-        "compaction_id": row.compaction_id,
-    }
-    if cjk is not None:
-        values["search_cjk"] = cjk(row.text)
-    return values
+MESSAGE_COLUMNS = (
+    "session_id", "seq", "sub_seq", "role", "content", "text", "kind", "created_at", "active", "compacted",
+    "compaction_id",
+)  # fmt: skip
+_NAIVE_START = START.replace(tzinfo=None)
 
 
-def write_corpus(
-    write: Callable[[str, list[dict[str, Any]]], None], corpus: Corpus, cjk: Any, progress: Any
-) -> None:
-    """Every row of ``corpus`` through ``write(table, rows)``, messages in batches."""
-    write("sessions", [session_values(s) for s in sessions()])
-    write("compactions", [compaction_values(c) for c in compactions(corpus)])
-    batch: list[dict[str, Any]] = []
+def message_rows(corpus: Corpus, cjk: Any, stamp: Callable[[int], Any]) -> Iterator[tuple[Any, ...]]:
+    """Every message row, oldest first, as a tuple in :data:`MESSAGE_COLUMNS` order (then
+    ``search_cjk`` when ``cjk`` computes it; None: an older schema without the column);
+    ``stamp(index)``: its ``created_at`` as the driver takes it. Each is one plain text block,
+    which the service stores in ``text`` alone (``content`` NULL)."""
     for index, row in enumerate(rows(corpus)):
-        batch.append(message_values(row, index, cjk))
+        values = (
+            row.session_id,
+            row.seq,
+            0,
+            "user" if index % 2 == 0 else "assistant",
+            None,
+            row.text,
+            "message",
+            stamp(index),
+            not row.archived,
+            row.archived,
+            row.compaction_id,
+        )
+        yield values if cjk is None else (*values, cjk(row.text))
+
+
+Write = Callable[[str, tuple[str, ...], list[tuple[Any, ...]]], None]
+
+
+def write_corpus(write: Write, corpus: Corpus, cjk: Any, progress: Any, stamp: Callable[[int], Any]) -> None:
+    """Every row of ``corpus`` through ``write(table, columns, rows)``, messages in batches."""
+    for table, values in (
+        ("sessions", [session_values(s) for s in sessions()]),
+        ("compactions", [compaction_values(c) for c in compactions(corpus)]),
+    ):
+        write(table, tuple(values[0]), [tuple(v.values()) for v in values])
+    columns = MESSAGE_COLUMNS if cjk is None else (*MESSAGE_COLUMNS, "search_cjk")
+    batch: list[tuple[Any, ...]] = []
+    for values in message_rows(corpus, cjk, stamp):
+        batch.append(values)
         if len(batch) == 20_000:
-            write("messages", batch)
+            write("messages", columns, batch)
             progress(len(batch))
             batch = []
-    write("messages", batch)
+    write("messages", columns, batch)
     progress(len(batch))
+
+
+def _sqlite_stamp(index: int) -> str:
+    # As SQLAlchemy stores a datetime on SQLite: naive UTC, microseconds.
+    return (_NAIVE_START + timedelta(seconds=index)).isoformat(sep=" ", timespec="microseconds")
 
 
 def load_sqlite(path: str, corpus: Corpus, cjk: Any, progress: Any) -> None:
@@ -227,7 +245,7 @@ def load_sqlite(path: str, corpus: Corpus, cjk: Any, progress: Any) -> None:
     conn.execute("BEGIN")
     for name, _ in triggers:
         conn.execute(f"DROP TRIGGER {name}")
-    write_corpus(lambda table, values: _insert_many(conn, table, values), corpus, cjk, progress)
+    write_corpus(lambda *args: _insert_many(conn, *args), corpus, cjk, progress, _sqlite_stamp)
     for name in fts:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
     for _, sql in triggers:
@@ -237,12 +255,13 @@ def load_sqlite(path: str, corpus: Corpus, cjk: Any, progress: Any) -> None:
     conn.close()
 
 
-def _insert_many(conn: sqlite3.Connection, table: str, values: list[dict[str, Any]]) -> None:
+def _insert_many(
+    conn: sqlite3.Connection, table: str, columns: tuple[str, ...], values: list[tuple[Any, ...]]
+) -> None:
     if not values:
         return
-    columns = list(values[0])
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-    conn.executemany(sql, [[_sqlite_value(v[c]) for c in columns] for v in values])
+    conn.executemany(sql, [tuple(map(_sqlite_value, v)) for v in values] if table != "messages" else values)
 
 
 def _sqlite_value(value: Any) -> Any:
@@ -271,7 +290,7 @@ def load_postgres(dsn: str, schema: str, corpus: Corpus, cjk: Any, progress: Any
         for name in SEARCH_INDEXES:
             conn.execute(f'DROP INDEX IF EXISTS "{schema}".{name}')
         with conn.transaction():
-            write_corpus(lambda table, values: _copy(conn, table, values), corpus, cjk, progress)
+            write_corpus(lambda *args: _copy(conn, *args), corpus, cjk, progress, _postgres_stamp)
         started = time.perf_counter()
         for definition in definitions:
             conn.execute(definition)
@@ -279,10 +298,13 @@ def load_postgres(dsn: str, schema: str, corpus: Corpus, cjk: Any, progress: Any
         progress(0, f"indexes rebuilt in {time.perf_counter() - started:.0f} s")
 
 
-def _copy(conn: Any, table: str, values: list[dict[str, Any]]) -> None:
+def _postgres_stamp(index: int) -> datetime:
+    return START + timedelta(seconds=index)
+
+
+def _copy(conn: Any, table: str, columns: tuple[str, ...], values: list[tuple[Any, ...]]) -> None:
     if not values:
         return
-    columns = list(values[0])
     with conn.cursor().copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
         for v in values:
-            copy.write_row([v[c] for c in columns])
+            copy.write_row(v)

@@ -189,11 +189,8 @@ class SqliteSearch:
         must, must_not = substring_checks(parsed)
         stmt = _with_sessions(stmt, filters).where(
             _match("messages_fts_trgm", "substrings", match),
-            *(_INDEXED.op(c.operator)(bindparam(f"has{i}", c.pattern)) for i, c in enumerate(must)),
-            *(
-                not_(_INDEXED.op(c.operator)(bindparam(f"lacks{i}", c.pattern)))
-                for i, c in enumerate(must_not)
-            ),
+            *(_holds(c, f"has{i}") for i, c in enumerate(must)),
+            *(not_(_holds(c, f"lacks{i}")) for i, c in enumerate(must_not)),
             *visible(filters),
         )
         required = fts5_all(tuple(t for t in parsed.positive if not t.substring))

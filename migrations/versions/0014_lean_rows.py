@@ -9,6 +9,9 @@
 - SQLite's ``messages_fts_trgm`` is rebuilt with ``detail=none``: it keeps which rows hold a
   trigram, not where, a third of its size. The substring tier then looks up rows holding
   every trigram of a term and checks the text itself (``gateway.store.search_sql``).
+- SQLite's ``messages_fts`` keeps prefix indexes for 2 and 3 characters, not 4: a longer prefix
+  matches few enough words to merge them at query time, and the fourth index cost a fifth of
+  the table and of its build.
 
 Revision ID: 0014_lean_rows
 Revises: 0013_ratelimits
@@ -29,6 +32,10 @@ depends_on: str | Sequence[str] | None = None
 _SOURCE = "content='messages_fts_source', content_rowid='id'"
 _TRGM_FULL = f"CREATE VIRTUAL TABLE messages_fts_trgm USING fts5(text, {_SOURCE}, tokenize='trigram')"
 _TRGM_LEAN = f"{_TRGM_FULL[:-1]}, detail=none)"
+_WORDS = (
+    f"CREATE VIRTUAL TABLE messages_fts USING fts5(text, cjk, {_SOURCE}, "
+    "tokenize='unicode61 remove_diacritics 2', prefix='{}')"
+)
 
 _SQLITE_PLAIN = """
     content IS NOT NULL AND json_valid(content) AND json_type(content) = 'array'
@@ -59,10 +66,10 @@ def _sqlite_content_constraint(old: str, new: str) -> None:
     bind.exec_driver_sql("PRAGMA writable_schema = OFF")
 
 
-def _sqlite_trigram(definition: str) -> None:
-    op.execute("DROP TABLE messages_fts_trgm")
+def _sqlite_fts(name: str, definition: str) -> None:
+    op.execute(f"DROP TABLE {name}")
     op.execute(definition)
-    op.execute("INSERT INTO messages_fts_trgm(messages_fts_trgm) VALUES ('rebuild')")
+    op.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
 
 
 def upgrade() -> None:
@@ -70,7 +77,8 @@ def upgrade() -> None:
     if dialect == "sqlite":
         _sqlite_content_constraint("content JSON NOT NULL,", "content JSON,")
         op.execute(f"UPDATE messages SET content = NULL WHERE {_SQLITE_PLAIN}")
-        _sqlite_trigram(_TRGM_LEAN)
+        _sqlite_fts("messages_fts_trgm", _TRGM_LEAN)
+        _sqlite_fts("messages_fts", _WORDS.format("2 3"))
     else:
         op.alter_column("messages", "content", nullable=True)
         op.execute(f"UPDATE messages SET content = NULL WHERE {_POSTGRES_PLAIN}")
@@ -84,7 +92,8 @@ def downgrade() -> None:
             " WHERE content IS NULL"
         )
         _sqlite_content_constraint("content JSON,", "content JSON NOT NULL,")
-        _sqlite_trigram(_TRGM_FULL)
+        _sqlite_fts("messages_fts_trgm", _TRGM_FULL)
+        _sqlite_fts("messages_fts", _WORDS.format("2 3 4"))
     else:
         op.execute(
             "UPDATE messages SET content = json_build_array(json_build_object('type', 'text', 'text', text))"
