@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from agent.clock import Clock, utcnow
@@ -55,7 +56,8 @@ def target_from_dict(data: Mapping[str, Any]) -> OutboundTarget:
 
 
 class Delivery:
-    """Sends due outbox rows; ``notify()`` wakes it, otherwise it polls every ``poll_seconds``."""
+    """Sends due outbox rows; ``notify()`` wakes it, and so does a retry of its own falling due;
+    otherwise it polls every ``poll_seconds`` (for rows other processes put off)."""
 
     def __init__(
         self,
@@ -88,6 +90,8 @@ class Delivery:
         self._stopping = False
         # Parts already sent of a row whose later part failed: a retry in this process resumes there.
         self._progress: dict[int, list[str]] = {}
+        # When this process's retries fall due, soonest first: the loop wakes for them, not a poll later.
+        self._retries: list[datetime] = []
 
     # lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Delivery:
@@ -126,15 +130,24 @@ class Delivery:
     async def _run(self) -> None:
         while not self._stopping:
             self._wake.clear()
+            now = self._clock()
+            while self._retries and self._retries[0] <= now:
+                heapq.heappop(self._retries)  # this round claims them
             try:
                 await self.flush()
             except Exception:  # the one place a delivery round fails: log it, try again next poll
                 _log.exception("delivery round failed")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll)
+                await asyncio.wait_for(self._wake.wait(), self._until_next_round())
         # One last round so replies produced during shutdown go out.
         with contextlib.suppress(Exception):
             await self.flush()
+
+    def _until_next_round(self) -> float:
+        """Seconds until the next poll, or sooner when one of this process's retries falls due."""
+        if not self._retries:
+            return self._poll
+        return max(0.0, min(self._poll, (self._retries[0] - self._clock()).total_seconds()))
 
     async def flush(self) -> int:
         """Deliver every due row once (in order per chat, chats concurrently); returns how many were due."""
@@ -227,9 +240,9 @@ class Delivery:
         retry_after = getattr(exc, "retry_after", None)
         if isinstance(retry_after, int | float) and retry_after > delay:
             delay = float(retry_after)
-        await self._store.outbox_mark_retry(
-            row.id, next_attempt_at=self._clock() + timedelta(seconds=delay), error=error
-        )
+        due = self._clock() + timedelta(seconds=delay)
+        await self._store.outbox_mark_retry(row.id, next_attempt_at=due, error=error)
+        heapq.heappush(self._retries, due)
         _log.warning("send failed (attempt %d), retrying in %.1fs: %s", attempts, delay, error, extra=fields)
 
     async def _tell_undelivered(self, row: OutboxRecord) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from gateway.errors import AdapterError
@@ -203,3 +204,18 @@ async def test_a_failure_notice_that_cannot_be_delivered_is_not_followed_by_anot
     dead = await store.dead_letters(await store.get_session(await _session(store)))
     assert [(d.source, d.text) for d in dead] == [("outbox", UNDELIVERED), ("outbox", "hi")]
     assert await store.outbox_due(now[0]) == []
+
+
+async def test_a_failed_send_goes_out_again_when_its_retry_is_due_not_a_poll_later(store: Store) -> None:
+    adapter = RecordingAdapter()
+    adapter.fail_next = 1
+    delivery = Delivery(store, {"test": adapter}, base_delay=0.2, poll_seconds=60.0)
+    await store.outbox_put(
+        session_id=await _session(store), target=TARGET, text="hi", inbox_ids=[], message_id=None
+    )
+    async with delivery:
+        for _ in range(100):  # 5 s, against the 60 s poll the retry waited for before
+            if adapter.texts:
+                break
+            await asyncio.sleep(0.05)
+        assert adapter.texts == ["hi"]  # before stopping, whose last round would send it anyway
