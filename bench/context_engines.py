@@ -18,6 +18,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 
+import _root  # noqa: F401  (the checkout on sys.path, for tests.fakes)
 from _report import Report
 from _transcripts import transcript
 from rich.console import Console

@@ -16,19 +16,8 @@ from gateway.store.migrate import alembic_config, upgrade_to, upgrade_to_head
 from gateway.store.models import messages
 from gateway.store.repository import Store
 from tests.store.helpers import new_session
+from tests.store.legacy_rows import add_message, add_session
 
-_SESSIONS = sa.table(
-    "sessions",
-    *(sa.column(c) for c in ("id", "key", "platform", "chat_id", "system_prompt", "model", "version")),
-    sa.column("created_at", sa.DateTime(timezone=True)),
-    sa.column("last_activity_at", sa.DateTime(timezone=True)),
-)
-_MESSAGES = sa.table(
-    "messages",
-    *(sa.column(c) for c in ("session_id", "seq", "role", "text")),
-    sa.column("content", sa.JSON()),
-    sa.column("created_at", sa.DateTime(timezone=True)),
-)
 SID = "s" * 32
 # (content, text column) as revision 0013 stored them; only the first is one plain text block.
 ROWS: list[tuple[list[dict[str, Any]], str]] = [
@@ -87,25 +76,9 @@ async def _populate_at_0013(url: str) -> None:
     await upgrade_to(url, "0013_ratelimits")
     now = datetime(2026, 11, 1, tzinfo=UTC)
     async with Database(url) as db, db.transaction() as s:
-        await s.execute(
-            sa.insert(_SESSIONS).values(
-                id=SID,
-                key="telegram:1",
-                platform="telegram",
-                chat_id="1",
-                system_prompt="",
-                model="m",
-                version=1,
-                created_at=now,
-                last_activity_at=now,
-            )
-        )
+        await add_session(s, SID, now)
         for seq, (content, text) in enumerate(ROWS, start=1):
-            await s.execute(
-                sa.insert(_MESSAGES).values(
-                    session_id=SID, seq=seq, role="user", text=text, content=content, created_at=now
-                )
-            )
+            await add_message(s, SID, seq, text, content, now)
 
 
 async def test_the_upgrade_stores_plain_texts_once_and_every_message_reads_as_before(db_url: str) -> None:
