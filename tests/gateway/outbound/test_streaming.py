@@ -80,7 +80,9 @@ async def test_a_telegram_reply_is_shown_while_written_and_delivered_once(
 async def test_a_tool_round_shows_a_status_line_that_the_final_text_replaces(
     tmp_path: Path, db_url: str, store: Store, telegram: FakeTelegram, anthropic: FakeAnthropic
 ) -> None:
-    anthropic.pacing = Pacing(chunk_chars=6, delay=0.02, first_delay=0.6)  # the model thinks after the tool
+    # The model thinks after the tool long enough for a paced edit to show the status, even on a
+    # loaded machine (the status shows at the pacer's next turn, or never if text came first).
+    anthropic.pacing = Pacing(chunk_chars=6, delay=0.02, first_delay=1.5)
     anthropic.script(
         tool_use_reply("session_search", {"query": "budget"}, text="Let me look that up."),
         text_reply("Found it: the budget was approved."),
