@@ -34,6 +34,7 @@ from agent.loop_request import (
 )
 from agent.loop_turn import SUMMARIZED_THINKING, Turn, TurnResult, between_tools_note, tool_uses
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
+from agent.request_memo import RequestMemos
 from agent.server_context import CLEAR_TOOL_USES, is_compaction_block
 from agent.settings import LLMSettings, ModelSpec, PromptCachingSettings
 from agent.storage import ConversationStore
@@ -84,6 +85,7 @@ class AgentLoop:
         self._prices = prices
         self._models = models
         self._clock = clock
+        self._memos = RequestMemos()
 
     async def run_turn(
         self,
@@ -182,7 +184,12 @@ class AgentLoop:
 
     async def _exact_tokens(self, turn: Turn) -> int | None:
         request, _ = build_request(
-            turn.session, turn.view, turn.tools, max_tokens=self._llm.max_output_tokens, cache_ttl=None
+            turn.session,
+            turn.view,
+            turn.tools,
+            max_tokens=self._llm.max_output_tokens,
+            cache_ttl=None,
+            memo=self._memos.get(turn.session.id),
         )
         try:
             return await self._provider.count_tokens(request)
@@ -245,6 +252,7 @@ class AgentLoop:
             cache_ttl=turn.ttl,
             automatic_cache=self._caching.mode == "automatic",
             min_cache_prefix=info.min_cacheable,
+            memo=self._memos.get(turn.session.id),
         )
         if info.summarize_thinking:
             # Text between tool calls comes back as thinking, empty unless summarized.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -26,6 +27,7 @@ from agent.prompt_caching import (
     choose_ttl,
 )
 from agent.provider import LLMRequest
+from agent.request_memo import RequestMemo
 from agent.tokens import (
     ModelInfo,
     estimate_message_tokens,
@@ -122,32 +124,49 @@ def build_request(
     cache_ttl: str | None,
     automatic_cache: bool = False,
     min_cache_prefix: int = 0,
+    memo: RequestMemo | None = None,
 ) -> tuple[LLMRequest, list[ChatMessage]]:
     """The request for ``view``, checked with the API's rules; returns it with the view it was
     built from (repaired, loudly, in the should-never-happen case that the view was invalid).
 
     ``cache_ttl`` None: no caching; else our breakpoints (none below ``min_cache_prefix``
-    tokens), or with ``automatic_cache`` the API's own top-level marker."""
+    tokens), or with ``automatic_cache`` the API's own top-level marker. ``memo``: the
+    session's previous request, whose unchanged prefix is reused (the same request results)."""
     for attempt in range(2):
         system = system_blocks(session)
-        messages = [m.to_wire() for m in view]
-        if not model_info(session.model).search_results:
-            messages = plain_search_results(messages)
+        plain = not model_info(session.model).search_results
+        sums: list[int] | None = None
+        if memo is not None:
+            wires, sums = memo.wires(view, plain=plain)
+        else:
+            wires = [m.to_wire() for m in view]
+            wires = plain_search_results(wires) if plain else wires
+        messages = wires
         top: dict[str, str] | None = None
         if cache_ttl is not None and automatic_cache:
             top = cache_marker(cache_ttl)
         elif cache_ttl is not None:
             fixed = overhead_tokens(session.system_prompt, tools)
-            prefix = list(itertools.accumulate((estimate_message_tokens(m) for m in view), initial=fixed))[1:]
+            if sums is None:
+                sums = list(itertools.accumulate(estimate_message_tokens(m) for m in view))
             system, messages = apply_cache_control(
                 system,
-                messages,
+                wires,
                 ttl=cache_ttl,
-                prefix_tokens=prefix,
+                prefix_tokens=[fixed + s for s in sums],
                 system_tokens=fixed,
                 min_prefix=min_cache_prefix,
+                unmarked=memo is not None and memo.unmarked,
             )
-        problems = validate_wire(messages, system, tools)
+        if memo is not None:
+            # The messages before the first marked one are the memo's own dicts: the next
+            # request starts with them too.
+            stable = next(
+                (i for i, kept in enumerate(map(operator.is_, messages, wires)) if not kept), len(messages)
+            )
+            problems = memo.check.problems(messages, system, tools, stable=stable)
+        else:
+            problems = validate_wire(messages, system, tools)
         if not problems:
             request = LLMRequest(
                 model=session.model,

@@ -92,6 +92,14 @@ def _strip_blocks(blocks: list[ContentBlock]) -> list[ContentBlock]:
     ]
 
 
+def without_cache_control(message: dict[str, Any]) -> dict[str, Any]:
+    """A wire message without ``cache_control`` markers (the message itself when it has none)."""
+    content = message.get("content")
+    if isinstance(content, list) and any(isinstance(b, dict) and "cache_control" in b for b in content):
+        return {**message, "content": _strip_blocks(list(content))}
+    return message
+
+
 def _mark_last(blocks: list[ContentBlock], marker: dict[str, str]) -> list[ContentBlock] | None:
     """A copy of ``blocks`` with the last cacheable block marked; ``None`` when none can carry one."""
     for index in range(len(blocks) - 1, -1, -1):
@@ -119,6 +127,7 @@ def apply_cache_control(
     prefix_tokens: Sequence[int] | None = None,
     system_tokens: int | None = None,
     min_prefix: int = 0,
+    unmarked: bool = False,
 ) -> tuple[list[ContentBlock], list[dict[str, Any]]]:
     """New system and message lists with spaced breakpoints; the inputs are never mutated.
 
@@ -127,6 +136,7 @@ def apply_cache_control(
     With ``min_prefix`` (the model's minimum cacheable prefix), a breakpoint whose prefix is
     shorter — ``system_tokens`` for the system one, ``prefix_tokens[i]`` (tokens up to and
     including message ``i``) for a message — is not placed: the API would cache nothing there.
+    ``unmarked``: the messages are known to carry no marker (the pass removing them is skipped).
     """
     marker = cache_marker(ttl)
     stripped_system = _strip_blocks(list(system))
@@ -134,12 +144,7 @@ def apply_cache_control(
     if system_tokens is None or system_tokens >= min_prefix:
         new_system = _mark_last(stripped_system, marker) or stripped_system
 
-    new_messages: list[dict[str, Any]] = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list) and any(isinstance(b, dict) and "cache_control" in b for b in content):
-            message = {**message, "content": _strip_blocks(list(content))}
-        new_messages.append(message)
+    new_messages = list(messages) if unmarked else [without_cache_control(m) for m in messages]
 
     # The breakpoints sit within the last few spacings of blocks: look at that tail first, and at
     # every block only when the search ran past it (a long run of blocks that cannot be cached).

@@ -7,6 +7,7 @@ transcript the tests accept is one the real API accepts.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -42,71 +43,154 @@ def validate_wire(
     message's own rules, the cache markers, and per turn (consecutive same-role messages, as
     the API merges them) only the tool ids the pairing rules need.
     """
-    problems: list[str] = []
-    if not messages:
-        return ["messages: at least one message is required"]
-    breakpoints = sum(1 for t in tools or () if "cache_control" in t)
-    if system is not None and not isinstance(system, str):
-        breakpoints += sum(1 for b in system if "cache_control" in b)
-    # Per turn: role, tool_use ids, tool_result ids.
-    turns: list[tuple[str, list[str], list[str]]] = []
-    for index, message in enumerate(messages):
+    scan = _Scan()
+    for message in messages:
+        scan.feed(message)
+    return scan.problems(system, tools)
+
+
+class WireCheck:
+    """:func:`validate_wire` for the successive requests of one conversation, which share
+    their beginning: the scan resumes after the prefix the previous request had too.
+
+    The prefix is recognised by identity (the very same message dicts, which nothing
+    mutates), so a view that changed anywhere (a compaction, an edit) is scanned afresh.
+    """
+
+    def __init__(self) -> None:
+        self._kept: list[dict[str, Any]] = []
+        self._scan = _Scan()
+
+    def problems(
+        self,
+        messages: Sequence[dict[str, Any]],
+        system: Iterable[dict[str, Any]] | str | None = None,
+        tools: Iterable[dict[str, Any]] | None = None,
+        *,
+        stable: int,
+    ) -> list[str]:
+        """``validate_wire(messages, system, tools)``; the first ``stable`` messages are kept
+        for the next call (the part of this request the next one will start with)."""
+        kept = self._kept
+        resumed = len(kept) <= len(messages) and all(map(operator.is_, kept, messages))
+        scan = self._scan.copy() if resumed else _Scan()
+        start = len(kept) if resumed else 0
+        stable = min(stable, len(messages))
+        for index in range(start, len(messages)):
+            if index == stable:
+                self._keep(messages, stable, scan)
+            scan.feed(messages[index])
+        if stable == len(messages) and stable >= start:
+            self._keep(messages, stable, scan)
+        return scan.problems(system, tools)
+
+    def _keep(self, messages: Sequence[dict[str, Any]], stable: int, scan: _Scan) -> None:
+        self._kept = list(messages[:stable])
+        self._scan = scan.copy()
+
+
+class _Scan:
+    """The state of :func:`validate_wire`'s pass after some messages: what it found so far,
+    and of the turns only what the pairing rules still need (the open turn and the one before)."""
+
+    __slots__ = (
+        "breakpoints",
+        "count",
+        "first_compaction",
+        "first_role",
+        "message_problems",
+        "prev_role",
+        "prev_uses",
+        "results",
+        "role",
+        "seen_ids",
+        "turn_problems",
+        "uses",
+    )
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.message_problems: list[str] = []
+        self.turn_problems: list[str] = []
+        self.breakpoints = 0
+        self.first_role: str | None = None
+        self.first_compaction = False
+        self.prev_role: str | None = None
+        self.prev_uses: list[str] = []
+        self.role: str | None = None
+        self.uses: list[str] = []
+        self.results: list[str] = []
+        self.seen_ids: set[str] = set()
+
+    def copy(self) -> _Scan:
+        other = _Scan()
+        other.count = self.count
+        other.message_problems = list(self.message_problems)
+        other.turn_problems = list(self.turn_problems)
+        other.breakpoints = self.breakpoints
+        other.first_role, other.first_compaction = self.first_role, self.first_compaction
+        other.prev_role, other.prev_uses = self.prev_role, self.prev_uses
+        other.role, other.uses, other.results = self.role, list(self.uses), list(self.results)
+        other.seen_ids = set(self.seen_ids)
+        return other
+
+    def feed(self, message: dict[str, Any]) -> None:
+        index = self.count
+        self.count += 1
         role = message.get("role")
         if role not in ("user", "assistant"):
-            problems.append(f"messages.{index}.role: must be user or assistant, got {role!r}")
-        if not turns or turns[-1][0] != str(role):
-            turns.append((str(role), [], []))
-        uses, results = turns[-1][1], turns[-1][2]
+            self.message_problems.append(f"messages.{index}.role: must be user or assistant, got {role!r}")
+        if index == 0:
+            self.first_role, self.first_compaction = str(role), _opens_with_compaction(message)
+        if self.role != str(role):
+            if self.role is not None:
+                self._close()
+            self.role, self.uses, self.results = str(role), [], []
         content = message.get("content")
         if isinstance(content, str):
             if not content:
-                problems.append(f"messages.{index}: content must be non-empty")
-            continue
+                self.message_problems.append(f"messages.{index}: content must be non-empty")
+            return
         if not isinstance(content, list) or not content:
-            problems.append(f"messages.{index}: content must be a non-empty list")
-            continue
+            self.message_problems.append(f"messages.{index}: content must be a non-empty list")
+            return
         for b_index, block in enumerate(content):
             if not isinstance(block, dict):
-                problems.append(f"messages.{index}.content.{b_index}: not a content block")
+                self.message_problems.append(f"messages.{index}.content.{b_index}: not a content block")
                 continue
             if "cache_control" in block:
-                breakpoints += 1
+                self.breakpoints += 1
             kind = block.get("type")
             if "type" not in block:
-                problems.append(f"messages.{index}.content.{b_index}: not a content block")
+                self.message_problems.append(f"messages.{index}.content.{b_index}: not a content block")
             elif kind == "text" and not str(block.get("text", "")):
-                problems.append(f"messages.{index}.content.{b_index}: text content blocks must be non-empty")
+                self.message_problems.append(
+                    f"messages.{index}.content.{b_index}: text content blocks must be non-empty"
+                )
             elif kind == "tool_use":
-                uses.append(str(block.get("id")))
+                self.uses.append(str(block.get("id")))
             elif kind == "tool_result":
-                results.append(str(block.get("tool_use_id")))
-    if breakpoints > MAX_CACHE_BREAKPOINTS:
-        problems.append(
-            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
-            f"Found {breakpoints}."
-        )
-    if turns and turns[0][0] != "user" and not _opens_with_compaction(messages[0]):
-        # A compaction block may open the conversation in an assistant message of its own.
-        problems.append("messages: the first message must use the user role")
-    seen_ids: set[str] = set()
-    for t_index, (role, uses, results) in enumerate(turns):
-        if role == "assistant":
-            for use_id in uses:
-                if use_id in seen_ids:
+                self.results.append(str(block.get("tool_use_id")))
+
+    def _close(self) -> None:
+        """The open turn is complete: the rules between it and the turn before, and its own."""
+        problems = self.turn_problems
+        if self.prev_role == "assistant" and self.prev_uses:
+            answered = set(self.results)
+            missing = [u for u in self.prev_uses if u not in answered]
+            if missing:
+                problems.append(
+                    "tool_use ids were found without tool_result blocks immediately after: "
+                    + ", ".join(missing)
+                )
+        if self.role == "assistant":
+            for use_id in self.uses:
+                if use_id in self.seen_ids:
                     problems.append(f"tool_use ids must be unique: {use_id}")
-                seen_ids.add(use_id)
-            if uses and t_index + 1 < len(turns):
-                answered = set(turns[t_index + 1][2])
-                missing = [u for u in uses if u not in answered]
-                if missing:
-                    problems.append(
-                        "tool_use ids were found without tool_result blocks immediately after: "
-                        + ", ".join(missing)
-                    )
-        elif role == "user" and results:
-            previous = turns[t_index - 1] if t_index > 0 and turns[t_index - 1][0] == "assistant" else None
-            offered = set(previous[1]) if previous is not None else set()
-            orphans = [r for r in results if r not in offered]
+                self.seen_ids.add(use_id)
+        elif self.role == "user" and self.results:
+            offered = set(self.prev_uses) if self.prev_role == "assistant" else set()
+            orphans = [r for r in self.results if r not in offered]
             if orphans:
                 problems.append(
                     "unexpected tool_use_id found in tool_result blocks: "
@@ -114,7 +198,30 @@ def validate_wire(
                     + ". Each tool_result block must have a corresponding tool_use block "
                     "in the previous message."
                 )
-    return problems
+        self.prev_role, self.prev_uses = self.role, self.uses
+
+    def problems(
+        self, system: Iterable[dict[str, Any]] | str | None, tools: Iterable[dict[str, Any]] | None
+    ) -> list[str]:
+        """Every problem of the messages fed so far with ``system`` and ``tools`` (this state
+        is left as it was, so more messages may follow)."""
+        if not self.count:
+            return ["messages: at least one message is required"]
+        end = self.copy()
+        end._close()
+        problems = list(self.message_problems)
+        breakpoints = self.breakpoints + sum(1 for t in tools or () if "cache_control" in t)
+        if system is not None and not isinstance(system, str):
+            breakpoints += sum(1 for b in system if "cache_control" in b)
+        if breakpoints > MAX_CACHE_BREAKPOINTS:
+            problems.append(
+                f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+                f"Found {breakpoints}."
+            )
+        if self.first_role != "user" and not self.first_compaction:
+            # A compaction block may open the conversation in an assistant message of its own.
+            problems.append("messages: the first message must use the user role")
+        return problems + end.turn_problems
 
 
 def _opens_with_compaction(message: dict[str, Any]) -> bool:

@@ -19,6 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from agent.errors import ConfigError, StoreError
 from gateway.store.fence import check_in
+from gateway.store.wal_checkpoints import INTERVAL_SECONDS as CHECKPOINT_SECONDS
+from gateway.store.wal_checkpoints import WalCheckpoints
 
 Dialect = Literal["sqlite", "postgresql"]
 T = TypeVar("T")
@@ -57,9 +59,10 @@ def configure_postgres(engine: AsyncEngine) -> None:
         dbapi_connection.commit()
 
 
-def configure_sqlite(engine: AsyncEngine | Engine) -> None:
+def configure_sqlite(engine: AsyncEngine | Engine, *, autocheckpoint: bool = True) -> None:
     """WAL, foreign keys, secure delete, a busy timeout, mmap and a bigger page cache on every connection;
-    our own BEGIN.
+    our own BEGIN. ``autocheckpoint=False``: the log is checkpointed elsewhere
+    (:class:`~gateway.store.wal_checkpoints.WalCheckpoints`), never inside a commit.
 
     The driver's implicit transactions are turned off so that we emit ``BEGIN`` ourselves:
     ``BEGIN IMMEDIATE`` for writes, which takes the write lock up front, so a transaction
@@ -76,6 +79,8 @@ def configure_sqlite(engine: AsyncEngine | Engine) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
+        if not autocheckpoint:
+            cursor.execute("PRAGMA wal_autocheckpoint = 0")
         # Deleted rows are overwritten with zeros, not left readable in free pages: an erasure
         # must leave nothing a reader of the file could find (docs/security.md has the cost).
         cursor.execute("PRAGMA secure_delete = ON")
@@ -139,14 +144,18 @@ class WriteLock:
 
 
 class Database:
-    """An async engine for ``url`` (``sqlite+aiosqlite://`` or ``postgresql+psycopg://``).
+    """An async engine for ``url`` (``sqlite+aiosqlite://`` or ``postgresql+psycopg://``); on a
+    SQLite file the log is checkpointed in the background, ``checkpoint_seconds`` after commits.
 
     Lifecycle: ``await connect()`` (or ``async with``), then ``await dispose()``.
     """
 
-    def __init__(self, url: str | URL, *, echo: bool = False) -> None:
+    def __init__(
+        self, url: str | URL, *, echo: bool = False, checkpoint_seconds: float = CHECKPOINT_SECONDS
+    ) -> None:
         self.url = parse_url(url)
         self._echo = echo
+        self._checkpoint_seconds = checkpoint_seconds
         self._engine: AsyncEngine | None = None
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
         # SQLite has one writer at a time. Without this lock concurrent writers all BEGIN
@@ -158,6 +167,7 @@ class Database:
         self._sync_engine: Engine | None = None  # SQLite: whole transactions in one thread hop
         self._sync_engine_lock = threading.Lock()
         self._listeners: list[tuple[str, Callable[..., Any]]] = []
+        self._checkpoints: WalCheckpoints | None = None
 
     @property
     def dialect(self) -> Dialect:
@@ -183,7 +193,9 @@ class Database:
             await asyncio.to_thread(Path(self.url.database).parent.mkdir, parents=True, exist_ok=True)
         engine = create_async_engine(self.url, echo=self._echo, pool_pre_ping=self.dialect == "postgresql")
         if self.dialect == "sqlite":
-            configure_sqlite(engine)
+            if self._on_file:
+                self._checkpoints = WalCheckpoints(str(self.url.database), interval=self._checkpoint_seconds)
+            configure_sqlite(engine, autocheckpoint=self._checkpoints is None)
         elif self.dialect == "postgresql":
             configure_postgres(engine)
         try:
@@ -213,7 +225,18 @@ class Database:
             threaded = [] if self._sync_engine is None else [self._sync_engine]
         return [self.engine.sync_engine, *threaded]
 
+    @property
+    def _on_file(self) -> bool:
+        return self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:")
+
+    def _wrote(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.wrote()
+
     async def dispose(self) -> None:
+        if self._checkpoints is not None:
+            await self._checkpoints.close()
+            self._checkpoints = None
         if self._sync_engine is not None:
             self._sync_engine.dispose()
             self._sync_engine = None
@@ -246,6 +269,7 @@ class Database:
                         yield session
                 finally:
                     _holds_write_lock.reset(token)
+            self._wrote()
             return
         async with self._transaction(write=write) as session:
             yield session
@@ -260,11 +284,13 @@ class Database:
         in its thread (committed or not); its callers are told it failed, so nothing is
         acknowledged that might not be stored. Elsewhere: the async session, run synchronously.
         """
-        if self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:"):
+        if self._on_file:
             if _holds_write_lock.get():
                 raise StoreError("write_at_once inside another write transaction")
             async with self._write_lock.hold(urgent=urgent):
-                return await asyncio.to_thread(self._sync_write, work)
+                result = await asyncio.to_thread(self._sync_write, work)
+            self._wrote()
+            return result
         async with self.transaction(urgent=urgent) as session:
             return await session.run_sync(lambda sync: work(sync.connection()))
 
@@ -276,7 +302,7 @@ class Database:
         statements pays one thread hop instead of one per statement. Elsewhere: the async
         session, run synchronously (its statements still go through the async driver).
         """
-        if self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:"):
+        if self._on_file:
             return await asyncio.to_thread(self._sync_run, work, write=False)
         async with self.transaction(write=False) as session:
             return await session.run_sync(lambda sync: work(sync.connection()))
@@ -291,7 +317,7 @@ class Database:
                 engine = create_engine(
                     self.url.set(drivername="sqlite"), connect_args={"check_same_thread": False}
                 )
-                configure_sqlite(engine)
+                configure_sqlite(engine, autocheckpoint=self._checkpoints is None)
                 for name, fn in self._listeners:
                     event.listen(engine, name, fn)
                 self._sync_engine = engine

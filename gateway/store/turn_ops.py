@@ -24,9 +24,10 @@ from gateway.store.inbox_ops import claim_in
 from gateway.store.message_ops import append_row, prepared, read_active
 from gateway.store.models import sessions
 from gateway.store.records import InboxRecord, SessionInfo
+from gateway.store.view_cache import with_estimate
 
 SESSION_COLUMNS = tuple(sessions.c[name] for name in SESSION_FIELDS)
-_Appended = tuple[str, int, list[tuple[ChatMessage, bool]], list[ChatMessage], ContextState]
+_Appended = tuple[str, int, list[tuple[ChatMessage, bool]], list[ChatMessage], ContextState, bool]
 
 # Built once: on the hot path building a statement costs more than SQLite running it.
 _CURRENT_SESSION = select(*SESSION_COLUMNS).where(
@@ -118,8 +119,10 @@ class TurnOps(Repo):
             raise WriteConflict(f"lost a race appending to the session of {session_key}") from exc
         if appended is None:
             return TurnClaim(items, info, None)
-        sid, version, stored, view, state = appended
-        return TurnClaim(items, info, AppendedTurn(stored, self._views.put(sid, version, view), state))
+        sid, version, stored, view, state, cached = appended
+        return TurnClaim(
+            items, info, AppendedTurn(stored, self._keep(sid, version, stored, view, cached), state)
+        )
 
     async def append_turn(self, session_id: str, new: Sequence[ChatMessage], *, at: datetime) -> AppendedTurn:
         """Append ``new`` (idempotent on platform message ids, in order), set the session's last
@@ -128,17 +131,20 @@ class TurnOps(Repo):
         ready = [prepared(m) for m in new]
         for _ in range(CONFLICT_RETRIES):
             try:
-                version, stored, view, state = await self.db.write_at_once(
+                version, stored, view, state, cached = await self.db.write_at_once(
                     lambda conn: self.append_in(conn, session_id, ready, at)
                 )
             except IntegrityError:
                 continue  # lost a race we did not lock against: read the new state and try again
-            return AppendedTurn(stored, self._views.put(session_id, version, view), state)
+            return AppendedTurn(stored, self._keep(session_id, version, stored, view, cached), state)
         raise StoreError(f"could not append to session {session_id}: too many concurrent writers")
 
     def append_in(
         self, conn: Connection, session_id: str, ready: list[ChatMessage], at: datetime
-    ) -> tuple[int, list[tuple[ChatMessage, bool]], list[ChatMessage], ContextState]:
+    ) -> tuple[int, list[tuple[ChatMessage, bool]], list[ChatMessage], ContextState, bool]:
+        """The append inside ``conn``'s transaction: the new view version, each message with
+        whether it was new, the resulting view, the state, and whether the view came from memory
+        (then :meth:`_keep` extends the cached one after the commit instead of replacing it)."""
         # Locks the row (see message_ops.lock_view) and reads the state with it; ``version``
         # moves on too: this is an update of the row (optimistic locking).
         row = conn.execute(_TOUCH, {"sid": session_id, "at": at}).one_or_none()
@@ -148,7 +154,21 @@ class TurnOps(Repo):
         stored = [append_row(conn, session_id, m) for m in ready]
         view = self._views.get(session_id, version - 1)
         if view is None:
-            view = read_active(conn, session_id)
-        else:
-            view += [m for m, created in stored if created]
-        return version, stored, view, state
+            return version, stored, read_active(conn, session_id), state, False
+        view += [with_estimate(m) for m, created in stored if created]
+        return version, stored, view, state, True
+
+    def _keep(
+        self,
+        session_id: str,
+        version: int,
+        stored: list[tuple[ChatMessage, bool]],
+        view: list[ChatMessage],
+        cached: bool,
+    ) -> list[ChatMessage]:
+        """After the commit: the memory's view at ``version``. One that came from memory is
+        extended by what was appended (a pass over the new messages, not the whole view)."""
+        if not cached:
+            return self._views.put(session_id, version, view)
+        self._views.advance(session_id, version, [m for m, created in stored if created])
+        return view

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.transcript import repair_tool_pairs, validate_messages, validate_wire
+from agent.transcript import WireCheck, repair_tool_pairs, validate_messages, validate_wire
 from agent.types import ChatMessage
 
 
@@ -88,3 +90,38 @@ _messages = st.lists(
 def test_repair_always_yields_a_valid_transcript_body(view: list[ChatMessage]) -> None:
     repaired = repair_tool_pairs([ChatMessage.user("start"), *view, ChatMessage.user("end")])
     assert [p for p in validate_messages(repaired) if "unique" not in p] == []
+
+
+_wire_blocks = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.sampled_from(["", "x"])}),
+    st.fixed_dictionaries({"type": st.just("tool_use"), "id": st.sampled_from("abc"), "name": st.just("t")}),
+    st.fixed_dictionaries({"type": st.just("tool_result"), "tool_use_id": st.sampled_from("abc")}),
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.just("m"), "cache_control": st.just({})}),
+    st.just({"text": "no type"}),
+)
+_wire_messages = st.lists(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant", "system"]),
+            "content": st.one_of(st.lists(_wire_blocks, max_size=3), st.sampled_from(["", "s"])),
+        }
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    start=_wire_messages,
+    steps=st.lists(st.tuples(_wire_messages, st.integers(0, 12), st.integers(-1, 12)), max_size=5),
+)
+def test_a_resumed_check_finds_what_a_whole_check_finds(
+    start: list[dict[str, Any]], steps: list[tuple[list[dict[str, Any]], int, int]]
+) -> None:
+    check = WireCheck()
+    messages = list(start)
+    for added, stable, replaced in steps:
+        messages = messages + added
+        if 0 <= replaced < len(messages):
+            messages[replaced] = {"role": "user", "content": [{"type": "text", "text": "new"}]}
+        assert check.problems(messages, stable=stable) == validate_wire(messages)
