@@ -8,6 +8,7 @@ The SDK does its own retries (429, 5xx, connection errors) up to ``max_retries``
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import re
 import time
@@ -143,18 +144,17 @@ def map_error(exc: anthropic.AnthropicError) -> LLMError:
     return LLMError(f"Anthropic API: {exc}")
 
 
-def _usage(raw: Any, final: Any = None) -> Usage:
-    """Our :class:`Usage` from the SDK's; ``final`` (a stream's last ``message_delta`` usage)
-    wins for every figure it carries, the TTL split of the cache writes included."""
+def _usage(raw: Mapping[str, Any], final: Mapping[str, Any] | None = None) -> Usage:
+    """Our :class:`Usage` from a response's ``usage``; ``final`` (a stream's last
+    ``message_delta`` usage) wins for every figure it carries, the TTL split of the cache
+    writes included."""
 
     def figure(name: str) -> Any:
-        value = getattr(final, name, None) if final is not None else None
-        return value if value is not None else getattr(raw, name, None)
+        value = final.get(name) if final is not None else None
+        return value if value is not None else raw.get(name)
 
-    split = figure("cache_creation")  # a typed object on a message, a plain dict on a delta
+    split = figure("cache_creation")
     hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
-    if split is not None and not isinstance(split, dict):
-        hour = getattr(split, "ephemeral_1h_input_tokens", None)
     return Usage(
         input_tokens=int(figure("input_tokens") or 0),
         output_tokens=int(figure("output_tokens") or 0),
@@ -162,6 +162,29 @@ def _usage(raw: Any, final: Any = None) -> Usage:
         cache_read_input_tokens=int(figure("cache_read_input_tokens") or 0),
         cache_creation_1h_input_tokens=None if hour is None else int(hour),
     )
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` without the keys whose value is null, at every depth (as the SDK's
+    ``to_dict(exclude_none=True)`` gives a block: what is stored is the same either way)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def message_json(response: httpx2.Response) -> dict[str, Any]:
+    """The Messages API's answer as plain data, checked for the fields a reply needs."""
+    try:
+        data = response.json()
+    except ValueError as exc:
+        raise LLMError(f"Anthropic API: the answer is not JSON ({response.status_code})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise LLMError("Anthropic API: the answer is not a message (no content list)")
+    if not isinstance(data.get("usage"), dict):
+        raise LLMError("Anthropic API: the answer is not a message (no usage)")
+    return data
 
 
 class AnthropicProvider:
@@ -176,6 +199,8 @@ class AnthropicProvider:
             base_url=base_url,
             max_retries=settings.max_retries,
             timeout=settings.timeout_seconds,
+            # aiohttp's parser is C; the default transport's is Python (~0.5 ms of CPU a call here).
+            http_client=anthropic.DefaultAioHttpClient(timeout=settings.timeout_seconds),
         )
 
     @staticmethod
@@ -230,18 +255,34 @@ class AnthropicProvider:
         )
         return error
 
+    @staticmethod
+    def _body(request: LLMRequest) -> bytes:
+        """The request body as the API takes it: the SDK's parameters, extra body merged in."""
+        params = AnthropicProvider._call_params(request)
+        params.pop("betas", None)
+        extra = params.pop("extra_body", {})
+        return json.dumps({**params, **extra}, ensure_ascii=False).encode()
+
     async def create(self, request: LLMRequest) -> LLMResponse:
+        """One call, through the SDK's client (its retries, timeouts and errors) with the body
+        serialized here and the answer read as plain data: the SDK's own request copy and
+        response models cost more CPU than the rest of a turn (docs/measured.md)."""
         started = time.monotonic()
+        headers = {"content-type": "application/json"}
+        betas = self._betas(request)
+        if betas:
+            # Beta features (context editing, compaction): the same endpoint, with their header.
+            headers["anthropic-beta"] = ",".join(betas)
         try:
-            message: Any
-            if self._betas(request):
-                # Beta features (context editing, compaction) live on the beta endpoint's types.
-                message = await self._client.beta.messages.create(**self._call_params(request))
-            else:
-                message = await self._client.messages.create(**self._call_params(request))
+            response = await self._client.post(
+                "/v1/messages",
+                content=self._body(request),
+                cast_to=httpx2.Response,
+                options={"headers": headers},
+            )
         except anthropic.AnthropicError as exc:
             raise self._failed(request, exc) from exc
-        return self._response(request, message, started)
+        return self._response(request, message_json(response), started)
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
         """The same call as :meth:`create`, streamed: ``on_text`` gets each text delta as it arrives.
@@ -261,38 +302,40 @@ class AnthropicProvider:
                         # The final, cumulative usage: message_start's figures are provisional.
                         final_usage = event.usage
                 message = await events.get_final_message()
+                data = message.to_dict(mode="json", exclude_none=True)
+                final = None if final_usage is None else final_usage.to_dict(mode="json", exclude_none=True)
         except anthropic.AnthropicError as exc:
             raise self._failed(request, exc) from exc
         except httpx2.HTTPError as exc:  # the connection dropped mid-stream
             error = ProviderUnreachable(f"the Anthropic API stream broke off: {exc!r}")
             logger.warning("anthropic stream failed: model=%s: %s", request.model, error)
             raise error from exc
-        return self._response(request, message, started, final_usage)
+        return self._response(request, data, started, final)
 
     @staticmethod
-    def _response(request: LLMRequest, message: Any, started: float, final: Any = None) -> LLMResponse:
-        """The response of a Messages API call (``Message``, or the beta endpoint's ``BetaMessage``);
-        ``final`` is a stream's last ``message_delta`` usage."""
-        content: list[ContentBlock] = [
-            block.to_dict(mode="json", exclude_none=True) for block in message.content
-        ]
-        raw = message.usage
+    def _response(
+        request: LLMRequest, message: dict[str, Any], started: float, final: dict[str, Any] | None = None
+    ) -> LLMResponse:
+        """The response of a Messages API call, as plain data; ``final`` is a stream's last
+        ``message_delta`` usage."""
+        content: list[ContentBlock] = [_without_nulls(block) for block in message["content"]]
+        raw = message["usage"]
         usage = _usage(raw, final)
+        model = str(message.get("model") or request.model)
+        stop = message.get("stop_reason")
         logger.info(
             "anthropic call: model=%s purpose=%s stop=%s in=%d cache_w=%d cache_r=%d out=%d ms=%d",
-            message.model,
+            model,
             request.purpose,
-            message.stop_reason,
+            stop,
             usage.input_tokens,
             usage.cache_creation_input_tokens,
             usage.cache_read_input_tokens,
             usage.output_tokens,
             int((time.monotonic() - started) * 1000),
         )
-        managed = getattr(message, "context_management", None)
-        applied = parse_applied_edits(managed.to_dict(mode="json") if managed is not None else None)
-        steps = getattr(raw, "iterations", None)
-        iterations = parse_iterations([step.to_dict(mode="json") for step in steps] if steps else None)
+        applied = parse_applied_edits(message.get("context_management"))
+        iterations = parse_iterations(raw.get("iterations"))
         if applied:
             logger.info(
                 "anthropic context edits: %s",
@@ -300,9 +343,9 @@ class AnthropicProvider:
             )
         return LLMResponse(
             content=content,
-            stop_reason=message.stop_reason or "end_turn",
+            stop_reason=str(stop or "end_turn"),
             usage=usage,
-            model=message.model,
+            model=model,
             applied_edits=applied,
             iterations=iterations,
         )

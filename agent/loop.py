@@ -122,7 +122,9 @@ class AgentLoop:
             turn.start_id = turn_start_id(turn.view)
             stopped = await self._iterate(turn)
             note_turn_calls(turn.state, len(turn.usages))
-            await self._store.save_context_state(session.id, turn.state)
+            if repr(turn.state) != turn.saved_state:
+                # Most turns of a chat make one call, and the last one saved the state already.
+                await self._store.save_context_state(session.id, turn.state)
         except BaseException as exc:
             if turn.open_uses:
                 await self._close_round(turn, exc)
@@ -343,12 +345,11 @@ class AgentLoop:
             if response.billed
             else 0.0
         )
-        record = UsageRecord(
-            model=model, purpose="chat", usage=usage, cost_usd=cost, estimated=response.estimated_usage
-        )
-        await self._store.record_usage(turn.session.id, record)
-        for run in runs:
-            await self._store.record_strategy_run(turn.session.id, run)
+        records = [
+            UsageRecord(
+                model=model, purpose="chat", usage=usage, cost_usd=cost, estimated=response.estimated_usage
+            )
+        ]
         compacting = response.compaction_usage
         if compacting is not None:
             # A compaction inside the call is billed in usage.iterations, apart from the reply.
@@ -357,11 +358,16 @@ class AgentLoop:
                 if response.billed
                 else 0.0
             )
-            await self._store.record_usage(
-                turn.session.id,
-                UsageRecord(model=model, purpose="summary", usage=compacting, cost_usd=summary_cost),
+            records.append(
+                UsageRecord(model=model, purpose="summary", usage=compacting, cost_usd=summary_cost)
             )
-        await self._store.save_context_state(turn.session.id, turn.state)
+        for run in runs:
+            await self._store.record_strategy_run(turn.session.id, run)
+        for record in records[:-1]:
+            await self._store.record_usage(turn.session.id, record)
+        # The state the call taught goes with its usage: one transaction, not two.
+        await self._store.record_usage(turn.session.id, records[-1], state=turn.state)
+        turn.saved_state = repr(turn.state)
 
     # -- tools ----------------------------------------------------------------------------------
 

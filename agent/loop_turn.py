@@ -51,6 +51,8 @@ class Turn:
     listener: TurnListener | None = None
     start_id: int | None = None
     """Id of the turn's first message (its question); None until known."""
+    saved_state: str | None = None
+    """``repr`` of :attr:`state` as this turn last saved it (None: not saved yet)."""
 
     def record(self, stored: ChatMessage, *, produced: bool) -> None:
         self.view.append(stored)

@@ -73,8 +73,11 @@ class ConversationStore(Protocol):
         """The session's compactions, oldest first."""
         ...
 
-    async def record_usage(self, session_id: str, record: UsageRecord) -> None:
-        """Store one API call's token usage and cost."""
+    async def record_usage(
+        self, session_id: str, record: UsageRecord, *, state: ContextState | None = None
+    ) -> None:
+        """Store one API call's token usage and cost; with ``state``, save the session's
+        compression bookkeeping in the same transaction (as :meth:`save_context_state`)."""
         ...
 
     async def record_engine_failure(self, session_id: str | None, failure: EngineFailure) -> None:

@@ -13,6 +13,7 @@ later pasted document several times over and compact at a fraction of the real s
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -355,9 +356,15 @@ class PromptSize:
 def overhead_tokens(system_prompt: str, tools: Sequence[dict[str, Any]] | None = None) -> int:
     """Rough tokens of what every call carries besides the messages."""
     if not tools:
-        return estimate_text_tokens(system_prompt)
+        return _fixed_tokens(system_prompt)
     tools_text = json.dumps(list(tools), ensure_ascii=False)
-    return estimate_text_tokens(system_prompt) + estimate_text_tokens(tools_text) + TOOL_PREAMBLE_TOKENS
+    return _fixed_tokens(system_prompt) + _fixed_tokens(tools_text) + TOOL_PREAMBLE_TOKENS
+
+
+@functools.lru_cache(maxsize=256)
+def _fixed_tokens(text: str) -> int:
+    # The same few system prompts and tool sets are estimated on every call of every turn.
+    return estimate_text_tokens(text)
 
 
 def prompt_size(

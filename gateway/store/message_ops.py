@@ -152,6 +152,15 @@ def prepared(message: ChatMessage) -> ChatMessage:
     )
 
 
+# Built once: every reply and tool result takes this lock.
+_LOCK_VIEW = (
+    update(sessions)
+    .where(sessions.c.id == bindparam("sid"))
+    .values(view_version=sessions.c.view_version + 1)
+    .returning(sessions.c.view_version)
+)
+
+
 def lock_view(conn: Connection, session_id: str, **also: object) -> int:
     """Lock the session row for this transaction by moving its ``view_version`` on; the new version.
 
@@ -159,13 +168,16 @@ def lock_view(conn: Connection, session_id: str, **also: object) -> int:
     block foreign-key checks; SQLite's BEGIN IMMEDIATE already serializes writers). ``also``:
     more columns of the row to set in the same statement.
     """
-    stmt = (
-        update(sessions)
-        .where(sessions.c.id == session_id)
-        .values(view_version=sessions.c.view_version + 1, **also)
-        .returning(sessions.c.view_version)
-    )
-    version = conn.scalar(stmt)
+    if also:
+        stmt = (
+            update(sessions)
+            .where(sessions.c.id == session_id)
+            .values(view_version=sessions.c.view_version + 1, **also)
+            .returning(sessions.c.view_version)
+        )
+        version = conn.scalar(stmt)
+    else:
+        version = conn.scalar(_LOCK_VIEW, {"sid": session_id})
     if version is None:
         raise NotFound(f"no session {session_id}")
     return int(version)

@@ -30,6 +30,20 @@ from gateway.store.models import inbox, outbox
 from gateway.store.records import OutboxKind, OutboxRecord
 from gateway.store.wakeups import notify_outbox
 
+# Built once: a reply is queued per turn, and building a statement costs more than running it.
+_QUEUE_REPLY = insert(outbox).returning(outbox.c.id)
+_ANSWERED = (
+    update(inbox)
+    .where(inbox.c.id == bindparam("item_id"))
+    .values(
+        status=bindparam("done", type_=inbox.c.status.type),
+        processed_at=bindparam("at", type_=inbox.c.processed_at.type),
+        lease_until=None,
+        error=bindparam("why", type_=inbox.c.error.type),
+        message_id=func.coalesce(bindparam("mid", type_=inbox.c.message_id.type), inbox.c.message_id),
+    )
+)
+
 
 class OutboxOps(Repo):
     async def outbox_put(
@@ -49,39 +63,26 @@ class OutboxOps(Repo):
         marked ``status`` in the same transaction (one commit per reply, and never a reply
         queued without its items done, nor the reverse)."""
         now = utcnow()
-        add = (
-            insert(outbox)
-            .values(
-                session_id=session_id,
-                target=clean_json(target),
-                text=clean_text(text),
-                status="pending",
-                attempts=0,
-                next_attempt_at=now,
-                delivered_ids=[],
-                created_at=now,
-                message_id=message_id,
-                inbox_ids=list(inbox_ids),
-                kind=kind,
-            )
-            .returning(outbox.c.id)
-        )
-        done = (
-            update(inbox)
-            .where(inbox.c.id == bindparam("item_id"))
-            .values(
-                status=status,
-                processed_at=now,
-                lease_until=None,
-                error=None if error is None else clean_text(error),
-                message_id=func.coalesce(bindparam("mid"), inbox.c.message_id),
-            )
-        )
+        row = {
+            "session_id": session_id,
+            "target": clean_json(target),
+            "text": clean_text(text),
+            "status": "pending",
+            "attempts": 0,
+            "next_attempt_at": now,
+            "delivered_ids": [],
+            "created_at": now,
+            "message_id": message_id,
+            "inbox_ids": list(inbox_ids),
+            "kind": kind,
+        }
+        reason = None if error is None else clean_text(error)
+        answered = [{"item_id": i, "mid": m, "done": status, "at": now, "why": reason} for i, m in answers]
 
         def write(conn: Connection) -> int:
-            if answers:
-                conn.execute(done, [{"item_id": i, "mid": m} for i, m in answers])
-            row_id = int(conn.scalar(add) or 0)
+            if answered:
+                conn.execute(_ANSWERED, answered)
+            row_id = int(conn.scalar(_QUEUE_REPLY, row) or 0)
             notify_outbox(conn)
             return row_id
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import Connection, bindparam, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -19,6 +19,36 @@ from gateway.store.columns import clean_json
 from gateway.store.convert import state_from_json, state_to_json, to_session, to_session_summary
 from gateway.store.models import SessionRow, compactions, messages, sessions
 from gateway.store.records import SessionInfo, SessionSummary
+
+# Built once: it runs after every call, and building a statement costs more than running it.
+_SAVE_STATE = (
+    update(sessions)
+    .where(sessions.c.id == bindparam("sid"))
+    .values(
+        context_state=bindparam("state", type_=sessions.c.context_state.type),
+        last_prompt_tokens=bindparam("tokens", type_=sessions.c.last_prompt_tokens.type),
+        last_prompt_at=bindparam("at", type_=sessions.c.last_prompt_at.type),
+        version=sessions.c.version + 1,
+    )
+    .returning(sessions.c.id)
+)
+
+
+def state_values(session_id: str, state: ContextState) -> dict[str, Any]:
+    """The parameters of :func:`save_state_in` (built on the event loop, not in the thread)."""
+    return {
+        "sid": session_id,
+        "state": clean_json(state_to_json(state)),
+        "tokens": state.last_prompt_tokens,
+        "at": state.last_prompt_at,
+    }
+
+
+def save_state_in(conn: Connection, values: dict[str, Any]) -> None:
+    """Save a session's compression state inside ``conn``'s transaction (the row's ``version``
+    moves on, as any update of it does)."""
+    if conn.scalar(_SAVE_STATE, values) is None:
+        raise NotFound(f"no session {values['sid']}")
 
 
 class SessionOps(Repo):
@@ -152,16 +182,5 @@ class SessionOps(Repo):
     async def save_context_state(self, session_id: str, state: ContextState) -> None:
         """Persist compression bookkeeping: one UPDATE (the row's ``version`` moves on, as any
         update of it does), one thread hop on a SQLite file."""
-        stmt = (
-            update(sessions)
-            .where(sessions.c.id == session_id)
-            .values(
-                context_state=clean_json(state_to_json(state)),
-                last_prompt_tokens=state.last_prompt_tokens,
-                last_prompt_at=state.last_prompt_at,
-                version=sessions.c.version + 1,
-            )
-            .returning(sessions.c.id)
-        )
-        if await self._db.write_at_once(lambda conn: conn.scalar(stmt)) is None:
-            raise NotFound(f"no session {session_id}")
+        values = state_values(session_id, state)
+        await self._db.write_at_once(lambda conn: save_state_in(conn, values))

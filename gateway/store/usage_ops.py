@@ -17,11 +17,12 @@ from sqlalchemy import ColumnElement, Connection, Insert, Select, func, insert, 
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent.clock import utcnow
-from agent.types import UsageRecord
+from agent.types import ContextState, UsageRecord
 from gateway.store.base import Repo
 from gateway.store.columns import clean_text
 from gateway.store.models import audit, sessions, usage, usage_daily
 from gateway.store.records import UsageSummary
+from gateway.store.session_ops import save_state_in, state_values
 
 GroupBy = Literal["day", "session", "platform"]
 _SUMMED = ("calls", "input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens", "cost_usd")
@@ -97,8 +98,16 @@ def _usage_statements(dialect: str) -> tuple[Insert, Insert]:
 
 
 class UsageOps(Repo):
-    async def record_usage(self, session_id: str, record: UsageRecord, *, at: datetime | None = None) -> None:
-        """Store one call's usage (``at`` defaults to now) and add it to its day's roll-up."""
+    async def record_usage(
+        self,
+        session_id: str,
+        record: UsageRecord,
+        *,
+        state: ContextState | None = None,
+        at: datetime | None = None,
+    ) -> None:
+        """Store one call's usage (``at`` defaults to now) and add it to its day's roll-up;
+        with ``state``, the session's compression state is saved in the same transaction."""
         now = at or utcnow()
         u = record.usage
         added = {
@@ -124,9 +133,13 @@ class UsageOps(Repo):
         }
         day = {"session_id": session_id, "day": day_of(now), **added}
 
+        saved = None if state is None else state_values(session_id, state)
+
         def write(conn: Connection) -> None:
             conn.execute(add_call, call)
             conn.execute(add_to_day, day)
+            if saved is not None:
+                save_state_in(conn, saved)
 
         # One worker-thread call on SQLite: every model call records its usage.
         await self._db.write_at_once(write)

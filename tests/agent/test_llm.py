@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -9,6 +10,7 @@ from typing import Any
 
 import anthropic
 import pytest
+from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -292,3 +294,49 @@ def test_parse_prompt_too_long_reads_any_numbers(actual: int, limit: int) -> Non
 )
 def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
     assert parse_retry_after(headers) == expected
+
+
+@contextlib.asynccontextmanager
+async def answering(body: bytes) -> AsyncIterator[str]:
+    """A server on 127.0.0.1 that answers every Messages call with ``body`` (status 200); its URL."""
+
+    async def answer(_request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b"<html>gateway says hi</html>", "not JSON"),
+        (b'{"type": "message", "usage": {"input_tokens": 1}}', "no content"),
+        (b'{"type": "message", "content": []}', "no usage"),
+    ],
+)
+async def test_a_200_that_is_not_a_message_is_an_llm_error(
+    make_provider: Factory, body: bytes, said: str
+) -> None:
+    async with answering(body) as url:
+        with pytest.raises(LLMError, match=said):
+            await make_provider(base_url=url).create(request(max_tokens=10))
+
+
+async def test_null_fields_of_a_reply_block_are_not_stored(make_provider: Factory) -> None:
+    body = (
+        b'{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",'
+        b' "content": [{"type": "text", "text": "hi", "citations": null}], "stop_reason": "end_turn",'
+        b' "stop_sequence": null, "usage": {"input_tokens": 3, "output_tokens": 1, "cache_creation": null}}'
+    )
+    async with answering(body) as url:
+        response = await make_provider(base_url=url).create(request(max_tokens=10))
+    assert response.content == [{"type": "text", "text": "hi"}]
+    assert response.usage.input_tokens == 3 and response.usage.cache_creation_1h_input_tokens is None

@@ -295,8 +295,12 @@ class InMemoryStore:
 
     # ---- usage and state ----------------------------------------------------------------
 
-    async def record_usage(self, session_id: str, record: UsageRecord) -> None:
+    async def record_usage(
+        self, session_id: str, record: UsageRecord, *, state: ContextState | None = None
+    ) -> None:
         self.usage.setdefault(session_id, []).append(record)
+        if state is not None:
+            await self.save_context_state(session_id, state)
 
     async def record_engine_failure(self, session_id: str | None, failure: EngineFailure) -> None:
         self.engine_failures.append((session_id, failure))

@@ -17,8 +17,8 @@ from tests.turn_probe import QUIET_LEASES, probe
 
 BEFORE_CALL_STATEMENTS = 6
 BEFORE_CALL_TRANSACTIONS = 1
-WHOLE_TURN_STATEMENTS = {"sqlite": 16, "postgresql": 24}
-WHOLE_TURN_TRANSACTIONS = 8
+WHOLE_TURN_STATEMENTS = {"sqlite": 15, "postgresql": 22}
+WHOLE_TURN_TRANSACTIONS = 6
 
 
 async def test_an_addressed_turn_runs_a_handful_of_statements(db_url: str, tmp_path: Path) -> None:
