@@ -30,7 +30,7 @@ from gateway.store.search_snippet import folded
 
 RANK_WINDOW = 500
 """How many of the newest words-tier matches relevance orders; older matches follow, newest first."""
-SCORE_CHARS = 2_048
+SCORE_CHARS = 1_024
 """Characters of a message read to score it (a longer one's counts are extrapolated)."""
 K1 = 1.2
 B = 0.75
@@ -49,18 +49,24 @@ _ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c)
 _SEPARATOR = re.compile(r"[\W_]+")
 
 
-def _words(text: str) -> list[str]:
-    """``text``'s words: runs of letters and digits."""
-    return (text.translate(_ASCII_SEPARATORS) if text.isascii() else _SEPARATOR.sub(" ", text)).split()
+def _spaced(text: str) -> tuple[str, int]:
+    """``text`` with two spaces for each separator (non-ASCII: for each run), so that each word
+    has a space of its own on both sides; and its number of words, counted without splitting
+    (as runs of separators: a run of three or more counts a little over one, which a length
+    norm does not feel)."""
+    single = f" {text.translate(_ASCII_SEPARATORS) if text.isascii() else _SEPARATOR.sub(' ', text)} "
+    return single.replace(" ", "  "), max(single.count(" ") - single.count("  ") - 1, 1)
 
 
-def _needle(literal: str, *, prefix: bool, cjk: bool) -> tuple[str, bool]:
-    """What to count: in the text itself (``True``: a CJK term), or in its words joined so that
-    each has two spaces of its own (``False``: a word, a phrase, or a prefix open at its end)."""
+def _needle(literal: str, *, prefix: bool, cjk: bool) -> tuple[str, str]:
+    """What to count, and where: ``"text"`` (a CJK term, in the folded text), ``"spaced"`` (a
+    word, or a prefix open at its end, in :func:`_spaced` text) or ``"joined"`` (a phrase, in
+    the words joined by exactly two spaces)."""
     if cjk:
-        return literal, True
-    body = "  ".join(literal.split())
-    return (f" {body}" if prefix else f" {body} "), False
+        return literal, "text"
+    words = literal.split()
+    body = "  ".join(words)
+    return (f" {body}" if prefix else f" {body} "), "joined" if len(words) > 1 else "spaced"
 
 
 def rank(candidates: Sequence[Candidate], parsed: ParsedQuery) -> list[tuple[int, float]]:
@@ -68,19 +74,23 @@ def rank(candidates: Sequence[Candidate], parsed: ParsedQuery) -> list[tuple[int
     if not candidates:
         return []
     needles = [_needle(folded(t.literal), prefix=t.prefix, cjk=t.cjk) for t in parsed.positive]
-    texts: list[tuple[int, str, str, float, float]] = []
+    phrases = any(where == "joined" for _, where in needles)
+    texts: list[tuple[int, dict[str, str], float, float]] = []
     for c in candidates:
         text = folded(c.text)
-        words = _words(text)
+        spaced, words = _spaced(text)
+        forms = {"text": text, "spaced": spaced}
+        if phrases:
+            forms["joined"] = f" {'  '.join(spaced.split())} "
         scale = c.chars / len(c.text) if c.chars > len(c.text) > 0 else 1.0
-        texts.append((c.id, text, f" {'  '.join(words)} ", scale, max(len(words) * scale, 1.0)))
-    avg = sum(t[4] for t in texts) / len(texts)
+        texts.append((c.id, forms, scale, max(words * scale, 1.0)))
+    avg = sum(t[3] for t in texts) / len(texts)
     scored: list[tuple[int, float]] = []
-    for cid, text, joined, scale, length in texts:
+    for cid, forms, scale, length in texts:
         norm = K1 * (1 - B + B * length / avg)
         score = 0.0
-        for needle, in_text in needles:
-            tf = max(1.0, (text if in_text else joined).count(needle) * scale)
+        for needle, where in needles:
+            tf = max(1.0, forms[where].count(needle) * scale)
             score += tf * (K1 + 1) / (tf + norm)
         scored.append((cid, score))
     return sorted(scored, key=lambda s: (-s[1], -s[0]))

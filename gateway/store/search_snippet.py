@@ -11,6 +11,7 @@ phrase its words in order with only separators between them, and in substring mo
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -61,18 +62,54 @@ def term_pattern(term: Term, *, substring: bool = False) -> str:
     return _WORD_BEFORE + body + (r"[^\W_]*" if term.prefix else _WORD_AFTER)
 
 
-def match_spans(text: str, terms: Iterable[Term], *, substring: bool = False) -> list[tuple[int, int]]:
-    """Where the terms occur in ``text``: sorted, non-overlapping ``(start, stop)`` spans."""
-    patterns = [term_pattern(t, substring=substring) for t in terms]
-    if not patterns:
+@functools.lru_cache(maxsize=256)
+def _pattern(terms: tuple[Term, ...], substring: bool) -> re.Pattern[str] | None:
+    """One regex for every term (built once per query: a page of hits shares it)."""
+    if not terms:
+        return None
+    return re.compile("|".join(f"(?:{term_pattern(t, substring=substring)})" for t in terms))
+
+
+def match_spans(
+    text: str, terms: Iterable[Term], *, substring: bool = False, start: int = 0, stop: int | None = None
+) -> list[tuple[int, int]]:
+    """Where the terms occur in ``text``: sorted, non-overlapping ``(start, stop)`` spans; with
+    ``start``/``stop``, only those beginning in that part of the text."""
+    pattern = _pattern(tuple(terms), substring)
+    if pattern is None:
         return []
+    end = len(text) if stop is None else stop
+    if text.isascii():  # folding keeps every index: no map back to the text
+        return [(m.start(), m.end()) for m in _matches(pattern, text.lower(), start, end)]
     folded, where = fold(text)
     where.append(len(text))
-    spans: list[tuple[int, int]] = []
-    for found in re.finditer("|".join(f"(?:{p})" for p in patterns), folded):
+    first = next((i for i, w in enumerate(where) if w >= start), len(folded))
+    return [
+        (where[m.start()], where[m.end() - 1] + 1)
+        for m in _matches(pattern, folded, first, len(folded))
+        if where[m.start()] < end
+    ]
+
+
+def _matches(pattern: re.Pattern[str], folded: str, start: int, stop: int) -> Iterable[re.Match[str]]:
+    # From ``start`` (lookbehinds still see what is before it), up to the first that begins at ``stop``.
+    for found in pattern.finditer(folded, start):
+        if found.start() >= stop:
+            return
         if found.end() > found.start():
-            spans.append((where[found.start()], where[found.end() - 1] + 1))
-    return spans
+            yield found
+
+
+def _first_match(text: str, parsed: ParsedQuery, substring: bool) -> int:
+    """Where the first match begins in ``text`` (0: none)."""
+    pattern = _pattern(parsed.positive, substring)
+    if pattern is None:
+        return 0
+    if text.isascii():
+        found = pattern.search(text.lower())
+        return found.start() if found is not None else 0
+    spans = match_spans(text, parsed.positive, substring=substring)
+    return spans[0][0] if spans else 0
 
 
 def _cut(text: str, start: int, stop: int) -> tuple[int, int]:
@@ -89,9 +126,10 @@ def _cut(text: str, start: int, stop: int) -> tuple[int, int]:
 def make_snippet(text: str, parsed: ParsedQuery, *, substring: bool = False) -> str:
     """A window of ``text`` around its first match, matches marked, whitespace collapsed."""
     text = text.replace(HIT_START, "\ufffd").replace(HIT_END, "\ufffd")
-    spans = match_spans(text, parsed.positive, substring=substring)
-    first = spans[0][0] if spans else 0
+    first = _first_match(text, parsed, substring)
     start, stop = _cut(text, max(0, first - _LEAD), max(0, first - _LEAD) + SNIPPET_CHARS)
+    # Only the matches the window shows: a long message is not searched to its end.
+    spans = match_spans(text, parsed.positive, substring=substring, start=start, stop=stop)
     out: list[str] = ["… "] if start > 0 else []
     at = start
     for a, b in spans:

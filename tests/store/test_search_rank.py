@@ -38,3 +38,15 @@ def test_a_word_repeated_back_to_back_counts_each_time() -> None:
     thrice = "ko ko ko and more"
     once = "ko and some more"
     assert [cid for cid, _ in rank(candidates(once, thrice), parse("ko"))] == [2, 1]
+
+
+def test_a_word_repeated_with_one_space_between_counts_every_time() -> None:
+    thrice = "ko ko ko and"
+    twice = "ko ko or and"
+    assert [cid for cid, _ in rank(candidates(twice, thrice), parse("ko"))] == [2, 1]
+
+
+def test_a_phrase_counts_whatever_separators_stand_between_its_words() -> None:
+    spaced = "red,  car -- red car"
+    once = "red car and a blue"
+    assert [cid for cid, _ in rank(candidates(once, spaced), parse('"red car"'))] == [2, 1]
