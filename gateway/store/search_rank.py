@@ -49,48 +49,48 @@ _ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c)
 _SEPARATOR = re.compile(r"[\W_]+")
 
 
-def _spaced(text: str) -> tuple[str, int]:
-    """``text`` with two spaces for each separator (non-ASCII: for each run), so that each word
-    has a space of its own on both sides; and its number of words, counted without splitting
-    (as runs of separators: a run of three or more counts a little over one, which a length
-    norm does not feel)."""
+def _spaced(text: str, *, phrases: bool) -> tuple[str, int]:
+    """``text`` with its words apart, each with a space of its own on both sides, and how many
+    words it has. For a query with a phrase, the words are split out and joined by exactly two
+    spaces (a phrase is counted across any separators); otherwise each separator becomes two
+    spaces, in C and without a split, and the words are counted as runs of separators (a run of
+    three or more counts a little over one, which a length norm does not feel)."""
     single = f" {text.translate(_ASCII_SEPARATORS) if text.isascii() else _SEPARATOR.sub(' ', text)} "
+    if phrases:
+        words = single.split()
+        return f" {'  '.join(words)} ", len(words)
     return single.replace(" ", "  "), max(single.count(" ") - single.count("  ") - 1, 1)
 
 
-def _needle(literal: str, *, prefix: bool, cjk: bool) -> tuple[str, str]:
-    """What to count, and where: ``"text"`` (a CJK term, in the folded text), ``"spaced"`` (a
-    word, or a prefix open at its end, in :func:`_spaced` text) or ``"joined"`` (a phrase, in
-    the words joined by exactly two spaces)."""
+def _needle(literal: str, *, prefix: bool, cjk: bool) -> tuple[str, bool]:
+    """What to count, and where: in the folded text itself (``True``: a CJK term) or in its
+    :func:`_spaced` form (a word, a phrase, or a prefix open at its end)."""
     if cjk:
-        return literal, "text"
-    words = literal.split()
-    body = "  ".join(words)
-    return (f" {body}" if prefix else f" {body} "), "joined" if len(words) > 1 else "spaced"
+        return literal, True
+    body = "  ".join(literal.split())
+    return (f" {body}" if prefix else f" {body} "), False
 
 
 def rank(candidates: Sequence[Candidate], parsed: ParsedQuery) -> list[tuple[int, float]]:
     """``(id, score)`` of ``candidates``, best first (ties: newest first)."""
     if not candidates:
         return []
-    needles = [_needle(folded(t.literal), prefix=t.prefix, cjk=t.cjk) for t in parsed.positive]
-    phrases = any(where == "joined" for _, where in needles)
-    texts: list[tuple[int, dict[str, str], float, float]] = []
+    terms = parsed.positive
+    needles = [_needle(folded(t.literal), prefix=t.prefix, cjk=t.cjk) for t in terms]
+    phrases = any(len(t.tokens) > 1 and not t.cjk for t in terms)
+    texts: list[tuple[int, str, str, float, float]] = []
     for c in candidates:
         text = folded(c.text)
-        spaced, words = _spaced(text)
-        forms = {"text": text, "spaced": spaced}
-        if phrases:
-            forms["joined"] = f" {'  '.join(spaced.split())} "
+        spaced, words = _spaced(text, phrases=phrases)
         scale = c.chars / len(c.text) if c.chars > len(c.text) > 0 else 1.0
-        texts.append((c.id, forms, scale, max(words * scale, 1.0)))
-    avg = sum(t[3] for t in texts) / len(texts)
+        texts.append((c.id, text, spaced, scale, max(words * scale, 1.0)))
+    avg = sum(t[4] for t in texts) / len(texts)
     scored: list[tuple[int, float]] = []
-    for cid, forms, scale, length in texts:
+    for cid, text, spaced, scale, length in texts:
         norm = K1 * (1 - B + B * length / avg)
         score = 0.0
-        for needle, where in needles:
-            tf = max(1.0, forms[where].count(needle) * scale)
+        for needle, in_text in needles:
+            tf = max(1.0, (text if in_text else spaced).count(needle) * scale)
             score += tf * (K1 + 1) / (tf + norm)
         scored.append((cid, score))
     return sorted(scored, key=lambda s: (-s[1], -s[0]))

@@ -34,9 +34,12 @@ class WalCheckpoints:
 
     def wrote(self) -> None:
         """A write transaction committed (call on the event loop): a checkpoint follows soon."""
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            # First commit, or a new event loop (a task and an event belong to the loop they ran on).
+            self._dirty = asyncio.Event()
+            self._task = loop.create_task(self._run(), name="wal-checkpoints")
         self._dirty.set()
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="wal-checkpoints")
 
     async def close(self) -> None:
         """Stop; SQLite checkpoints what is left when the last connection closes."""

@@ -73,3 +73,31 @@ async def test_the_log_restarts_small_once_checkpointed(tmp_path: Path) -> None:
     finally:
         await db.dispose()
     assert frames < 1000
+
+
+def test_checkpoints_follow_the_database_into_a_new_event_loop(tmp_path: Path) -> None:
+    path = tmp_path / "wal.db"
+    db = Database(f"sqlite+aiosqlite:///{path}", checkpoint_seconds=0.01)
+
+    async def write_and_wait() -> int:
+        await _write_pages(db, 20)
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if db._checkpoints is not None and db._checkpoints.runs:
+                return db._checkpoints.runs
+        return 0
+
+    async def first() -> int:
+        await db.connect()
+        return await write_and_wait()
+
+    async def second() -> int:
+        try:
+            assert db._checkpoints is not None
+            db._checkpoints.runs = 0
+            return await write_and_wait()
+        finally:
+            await db.dispose()
+
+    assert asyncio.run(first()) >= 1
+    assert asyncio.run(second()) >= 1
