@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import threading
 
 _log = logging.getLogger(__name__)
 
@@ -30,6 +31,10 @@ class WalCheckpoints:
         self._dirty = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._conn: sqlite3.Connection | None = None
+        # A cancelled checkpoint still finishes in its thread: closing waits for it (a sqlite3
+        # connection used by two threads at once crashes the process).
+        self._conn_lock = threading.Lock()
+        self._closed = False
         self.runs = 0
 
     def wrote(self) -> None:
@@ -38,6 +43,7 @@ class WalCheckpoints:
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
             # First commit, or a new event loop (a task and an event belong to the loop they ran on).
             self._dirty = asyncio.Event()
+            self._closed = False
             self._task = loop.create_task(self._run(), name="wal-checkpoints")
         self._dirty.set()
 
@@ -48,9 +54,14 @@ class WalCheckpoints:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        if self._conn is not None:
-            await asyncio.to_thread(self._conn.close)
-            self._conn = None
+        await asyncio.to_thread(self._close_connection)
+
+    def _close_connection(self) -> None:
+        with self._conn_lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     async def _run(self) -> None:
         while True:
@@ -68,8 +79,12 @@ class WalCheckpoints:
                 _log.debug("WAL checkpoint partial: %d of %d frames", copied, frames)
 
     def checkpoint(self) -> tuple[int, int, int]:
-        """One PASSIVE checkpoint, in the calling thread: (busy, frames in the log, frames copied)."""
-        if self._conn is None:
-            self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        row = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        """One PASSIVE checkpoint, in the calling thread: (busy, frames in the log, frames copied);
+        nothing once closed."""
+        with self._conn_lock:
+            if self._closed:
+                return 0, 0, 0
+            if self._conn is None:
+                self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            row = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return int(row[0]), int(row[1]), int(row[2])

@@ -101,3 +101,20 @@ def test_checkpoints_follow_the_database_into_a_new_event_loop(tmp_path: Path) -
 
     assert asyncio.run(first()) >= 1
     assert asyncio.run(second()) >= 1
+
+
+async def test_closing_waits_for_a_checkpoint_still_running_in_its_thread(tmp_path: Path) -> None:
+    path = tmp_path / "wal.db"
+    db = Database(f"sqlite+aiosqlite:///{path}", checkpoint_seconds=3600)
+    await db.connect()
+    try:
+        for _ in range(5):
+            checkpointer = db._checkpoints
+            assert checkpointer is not None
+            await _write_pages(db, 300)  # ~1,000 pages for the checkpoint to copy while close runs
+            running = asyncio.create_task(asyncio.to_thread(checkpointer.checkpoint))
+            await asyncio.sleep(0)
+            await checkpointer.close()  # crashed the process when it closed the connection in use
+            await running
+    finally:
+        await db.dispose()
