@@ -194,7 +194,9 @@ class Database:
         engine = create_async_engine(self.url, echo=self._echo, pool_pre_ping=self.dialect == "postgresql")
         if self.dialect == "sqlite":
             if self._on_file:
-                self._checkpoints = WalCheckpoints(str(self.url.database), interval=self._checkpoint_seconds)
+                self._checkpoints = WalCheckpoints(
+                    str(self.url.database), interval=self._checkpoint_seconds, busy_timeout_ms=BUSY_TIMEOUT_MS
+                )
             configure_sqlite(engine, autocheckpoint=self._checkpoints is None)
         elif self.dialect == "postgresql":
             configure_postgres(engine)
@@ -228,6 +230,21 @@ class Database:
     @property
     def _on_file(self) -> bool:
         return self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:")
+
+    async def truncate_log(self) -> int:
+        """SQLite: copy the whole write-ahead log into the database and empty its file (what was
+        deleted leaves the log too); 1 when a reader kept it from finishing, else 0. Runs on the
+        checkpointer's connection when there is one, so it never overlaps a background checkpoint."""
+        if self._checkpoints is not None:
+            busy, _, _ = await asyncio.to_thread(self._checkpoints.checkpoint, "TRUNCATE")
+            return busy
+        async with self.engine.connect() as conn:
+            # On the driver's own connection: a checkpoint cannot run inside the BEGIN that
+            # SQLAlchemy (and our begin hook) would open around every statement.
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            row = await (await driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")).fetchone()
+        return int(row[0]) if row else 0
 
     def _wrote(self) -> None:
         if self._checkpoints is not None:

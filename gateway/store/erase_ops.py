@@ -360,8 +360,7 @@ async def reclaim(db: Database, after_xid: str | None = None, wait: float = SNAP
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
         await db.write_at_once(merge)
-        async with db.engine.connect() as conn:
-            await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        await db.truncate_log()
     else:
         async with db.engine.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")

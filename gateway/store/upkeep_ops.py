@@ -92,7 +92,7 @@ class UpkeepOps(Repo):
             for name in fts:
                 await driver.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
             await driver.commit()
-            busy = (await (await driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")).fetchone() or (0,))[0]
+        busy = await self.db.truncate_log()
         after = await asyncio.to_thread(_file_size, wal)
         return {
             "planner_optimized": 1,

@@ -16,18 +16,22 @@ import contextlib
 import logging
 import sqlite3
 import threading
+from typing import Literal
 
 _log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 1.0
 
+CheckpointMode = Literal["PASSIVE", "TRUNCATE"]
+
 
 class WalCheckpoints:
     """Background PASSIVE checkpoints of the SQLite file at ``path``; :meth:`wrote` after commits."""
 
-    def __init__(self, path: str, *, interval: float = INTERVAL_SECONDS) -> None:
+    def __init__(self, path: str, *, interval: float = INTERVAL_SECONDS, busy_timeout_ms: int = 0) -> None:
         self._path = path
         self._interval = interval
+        self._busy_timeout_ms = busy_timeout_ms
         self._dirty = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._conn: sqlite3.Connection | None = None
@@ -78,13 +82,15 @@ class WalCheckpoints:
                 # A reader still uses part of the log; the next round copies the rest.
                 _log.debug("WAL checkpoint partial: %d of %d frames", copied, frames)
 
-    def checkpoint(self) -> tuple[int, int, int]:
-        """One PASSIVE checkpoint, in the calling thread: (busy, frames in the log, frames copied);
-        nothing once closed."""
+    def checkpoint(self, mode: CheckpointMode = "PASSIVE") -> tuple[int, int, int]:
+        """One checkpoint, in the calling thread: (busy, frames in the log, frames copied); nothing
+        once closed. ``TRUNCATE`` (an erasure's, the daily upkeep's) waits for readers up to the
+        busy timeout and empties the log file; checkpoints of this process never overlap."""
         with self._conn_lock:
             if self._closed:
                 return 0, 0, 0
             if self._conn is None:
                 self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-            row = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                self._conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            row = self._conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
         return int(row[0]), int(row[1]), int(row[2])
