@@ -108,3 +108,20 @@ async def test_a_groups_retry_after_pauses_that_group_only(
     assert private < 0.9  # paused, it would have waited more than 1 s
     assert group > 1.0
     assert len(fake.sent) == 3
+
+
+async def test_a_worker_that_stalls_past_its_send_slots_takes_new_ones(
+    fake: FakeTelegram, store: Store
+) -> None:
+    worker = await sender(fake, store)
+
+    async def stall() -> None:
+        await asyncio.sleep(0.4)
+        time.sleep(1.0)  # noqa: ASYNC251 (on purpose: the event loop held up, as on a starved machine)
+
+    try:
+        await asyncio.gather(burst([worker], 40), stall())
+    finally:
+        await worker.stop()
+    assert len(fake.sent) == 40
+    assert fake.too_many_requests == 0  # the sends whose slots passed meanwhile did not all go at once
