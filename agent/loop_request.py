@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -27,7 +26,7 @@ from agent.prompt_caching import (
     choose_ttl,
 )
 from agent.provider import LLMRequest
-from agent.request_memo import RequestMemo
+from agent.request_memo import RequestMemo, common_prefix
 from agent.tokens import (
     ModelInfo,
     estimate_message_tokens,
@@ -161,9 +160,7 @@ def build_request(
         if memo is not None:
             # The messages before the first marked one are the memo's own dicts: the next
             # request starts with them too.
-            stable = next(
-                (i for i, kept in enumerate(map(operator.is_, messages, wires)) if not kept), len(messages)
-            )
+            stable = common_prefix(messages, wires)
             problems = memo.check.problems(messages, system, tools, stable=stable)
         else:
             problems = validate_wire(messages, system, tools)

@@ -48,8 +48,7 @@ class RequestMemo:
         change them."""
         if plain != self._plain:
             self._view, self._wires, self._sums, self._plain, self._marked = [], [], [], plain, 0
-        shared = min(len(view), len(self._view))
-        same = next((i for i, kept in enumerate(map(operator.is_, view, self._view)) if not kept), shared)
+        same = common_prefix(view, self._view)
         wires, sums = self._wires[:same], self._sums[:same]
         self._marked -= sum(1 for w in self._wires[same:] if _marked(w))
         total = sums[-1] if sums else 0
@@ -62,6 +61,12 @@ class RequestMemo:
             sums.append(total)
         self._view, self._wires, self._sums = list(view), wires, sums
         return wires, sums
+
+
+def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items of ``a`` and ``b`` are the very same objects (compared in C)."""
+    same = list(map(operator.is_, a, b))
+    return same.index(False) if False in same else len(same)
 
 
 def _marked(wire: dict[str, Any]) -> bool:

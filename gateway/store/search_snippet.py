@@ -11,6 +11,7 @@ phrase its words in order with only separators between them, and in substring mo
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
@@ -70,46 +71,40 @@ def _pattern(terms: tuple[Term, ...], substring: bool) -> re.Pattern[str] | None
     return re.compile("|".join(f"(?:{term_pattern(t, substring=substring)})" for t in terms))
 
 
-def match_spans(
-    text: str, terms: Iterable[Term], *, substring: bool = False, start: int = 0, stop: int | None = None
-) -> list[tuple[int, int]]:
-    """Where the terms occur in ``text``: sorted, non-overlapping ``(start, stop)`` spans; with
-    ``start``/``stop``, only those beginning in that part of the text."""
+def match_spans(text: str, terms: Iterable[Term], *, substring: bool = False) -> list[tuple[int, int]]:
+    """Where the terms occur in ``text``: sorted, non-overlapping ``(start, stop)`` spans."""
     pattern = _pattern(tuple(terms), substring)
     if pattern is None:
         return []
-    end = len(text) if stop is None else stop
-    if text.isascii():  # folding keeps every index: no map back to the text
-        return [(m.start(), m.end()) for m in _matches(pattern, text.lower(), start, end)]
+    folded, where = _folded_with_map(text)
+    return _spans(pattern, folded, where, 0, len(text))
+
+
+def _folded_with_map(text: str) -> tuple[str, list[int] | None]:
+    """:func:`fold` ``text``, its map closed by ``len(text)``; ``None`` for ASCII, whose folding
+    keeps every index."""
+    if text.isascii():
+        return text.lower(), None
     folded, where = fold(text)
     where.append(len(text))
-    first = next((i for i, w in enumerate(where) if w >= start), len(folded))
-    return [
-        (where[m.start()], where[m.end() - 1] + 1)
-        for m in _matches(pattern, folded, first, len(folded))
-        if where[m.start()] < end
-    ]
+    return folded, where
 
 
-def _matches(pattern: re.Pattern[str], folded: str, start: int, stop: int) -> Iterable[re.Match[str]]:
-    # From ``start`` (lookbehinds still see what is before it), up to the first that begins at ``stop``.
+def _spans(
+    pattern: re.Pattern[str], folded: str, where: list[int] | None, start: int, stop: int
+) -> list[tuple[int, int]]:
+    """The matches beginning between ``start`` and ``stop`` of the text, as text spans (lookbehinds
+    still see what is before ``start``)."""
+    if where is not None:  # the map never decreases: text bounds to folded ones by bisection
+        start, stop = bisect.bisect_left(where, start), bisect.bisect_left(where, stop)
+    spans: list[tuple[int, int]] = []
     for found in pattern.finditer(folded, start):
         if found.start() >= stop:
-            return
+            break
         if found.end() > found.start():
-            yield found
-
-
-def _first_match(text: str, parsed: ParsedQuery, substring: bool) -> int:
-    """Where the first match begins in ``text`` (0: none)."""
-    pattern = _pattern(parsed.positive, substring)
-    if pattern is None:
-        return 0
-    if text.isascii():
-        found = pattern.search(text.lower())
-        return found.start() if found is not None else 0
-    spans = match_spans(text, parsed.positive, substring=substring)
-    return spans[0][0] if spans else 0
+            a, b = found.span()
+            spans.append((a, b) if where is None else (where[a], where[b - 1] + 1))
+    return spans
 
 
 def _cut(text: str, start: int, stop: int) -> tuple[int, int]:
@@ -126,10 +121,13 @@ def _cut(text: str, start: int, stop: int) -> tuple[int, int]:
 def make_snippet(text: str, parsed: ParsedQuery, *, substring: bool = False) -> str:
     """A window of ``text`` around its first match, matches marked, whitespace collapsed."""
     text = text.replace(HIT_START, "\ufffd").replace(HIT_END, "\ufffd")
-    first = _first_match(text, parsed, substring)
+    pattern = _pattern(parsed.positive, substring)
+    folded, where = _folded_with_map(text)
+    found = pattern.search(folded) if pattern is not None else None
+    first = 0 if found is None else found.start() if where is None else where[found.start()]
     start, stop = _cut(text, max(0, first - _LEAD), max(0, first - _LEAD) + SNIPPET_CHARS)
     # Only the matches the window shows: a long message is not searched to its end.
-    spans = match_spans(text, parsed.positive, substring=substring, start=start, stop=stop)
+    spans = [] if pattern is None else _spans(pattern, folded, where, start, stop)
     out: list[str] = ["… "] if start > 0 else []
     at = start
     for a, b in spans:
