@@ -51,6 +51,7 @@ from gateway.store import fence
 from gateway.store.base import CONFLICT_RETRIES
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
+from gateway.store.session_ops import SessionOpening
 
 _log = logging.getLogger(__name__)
 
@@ -356,6 +357,7 @@ class Gateway:
                     session_key=key,
                     limit=self._failures.batch_size(key, CLAIM_BATCH),
                     plan=None if carried else functools.partial(self._prebuild, parsed),
+                    opening=None if carried else functools.partial(self._opening, key, parsed),
                     at=at,
                 )
             except WriteConflict:
@@ -427,12 +429,30 @@ class Gateway:
         """The claim's plan (``TurnOps.claim_turn``): the plain-messages check; the items it parses
         are kept in ``parsed`` for the drain, so each row is parsed once. It runs inside the claim's
         transaction, on SQLite in a worker thread, so it touches nothing but its arguments."""
+        items = self._parse_all(parsed, records)
+        return None if items is None else self._turn.prebuild(items, info)
+
+    def _opening(
+        self, key: str, parsed: dict[int, InboxItem], records: list[InboxRecord]
+    ) -> SessionOpening | None:
+        """The claim's way to open the key's first session (``TurnOps.claim_turn``), from its first
+        item as the general path would, when the items are plain messages (their turn is sure to
+        need it); like :meth:`_prebuild`, it touches only its arguments."""
+        items = self._parse_all(parsed, records)
+        if not items or self._turn.prebuild(items, None) is None:
+            return None
+        return self._directory.opening(key, items[0])
+
+    @staticmethod
+    def _parse_all(parsed: dict[int, InboxItem], records: list[InboxRecord]) -> list[InboxItem] | None:
+        """The rows as items, each parsed once (kept in ``parsed``); None when one does not parse
+        (the drain sets the unreadable row apart)."""
         try:
-            items = [parse_item(r) for r in records]
+            items = [parsed.get(r.id) or parse_item(r) for r in records]
         except ValueError:
-            return None  # the drain sets the unreadable row apart
+            return None
         parsed.update((item.id, item) for item in items)
-        return self._turn.prebuild(items, info)
+        return items
 
     async def _serve(
         self, key: str, items: list[InboxItem], current: SessionInfo | None

@@ -28,8 +28,10 @@ from gateway.config import ChatOverride, SessionSettings
 from gateway.platforms.base import InboundMessage
 from gateway.serving.inbound import InboxItem
 from gateway.serving.overrides import ChatSettings, resolve
+from gateway.store.override_ops import AdminOverride
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
+from gateway.store.session_ops import FrozenSettings, SessionOpening
 
 _log = logging.getLogger(__name__)
 
@@ -158,9 +160,19 @@ class SessionDirectory:
         _log.info("session reset (%s)", reason, extra={"session": info.id, "key": key})
         return await self._open(key, item)
 
-    async def chat_settings(self, platform: str, chat_id: str, thread_id: str | None) -> ChatSettings:
-        """What a new session of this chat would start with (the config's and the admin's
-        overrides that apply, resolved)."""
+    def opening(self, key: str, item: InboxItem) -> SessionOpening:
+        """How ``key``'s session opens if it has none: the chat's settings resolved then, with the
+        admin's overrides read in the same transaction, and frozen for the session's life."""
+
+        def settle(admin: list[AdminOverride]) -> FrozenSettings:
+            chat = self._settled(item.platform, item.chat_id, item.thread_id, admin)
+            return chat.system_prompt, chat.model, chat.frozen()
+
+        return SessionOpening(key, item.platform, item.chat_id, item.thread_id, item.user_id, settle)
+
+    def _settled(
+        self, platform: str, chat_id: str, thread_id: str | None, admin: Sequence[AdminOverride]
+    ) -> ChatSettings:
         return resolve(
             self._overrides,
             platform,
@@ -168,25 +180,13 @@ class SessionDirectory:
             thread_id,
             system_prompt=self._settings.system_prompt,
             model=self._model,
-            admin=await self._store.admin_overrides_for(platform, chat_id),
+            admin=admin,
         )
 
     async def _open(self, key: str, item: InboxItem) -> SessionInfo:
-        """The key's current session, or a new one with the chat's settings resolved now (frozen)."""
-        existing = await self._store.current_session(key)
-        if existing is not None:
-            return existing  # frozen: what applies now waits for the next session
-        chat = await self.chat_settings(item.platform, item.chat_id, item.thread_id)
-        return await self._store.get_or_create_session(
-            key,
-            platform=item.platform,
-            chat_id=item.chat_id,
-            thread_id=item.thread_id,
-            user_id=item.user_id,
-            system_prompt=chat.system_prompt,
-            model=chat.model,
-            chat_overrides=chat.frozen(),
-        )
+        """The key's current session (frozen: what applies now waits for the next session), or a
+        new one, in one transaction."""
+        return await self._store.open_session(self.opening(key, item))
 
     def reset_due(self, info: SessionInfo) -> bool:
         """Whether :meth:`current` would end ``info`` (an idle or daily reset) before serving it."""

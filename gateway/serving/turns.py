@@ -111,16 +111,17 @@ class TurnServer:
         self._clock = clock
         self._book = book
 
-    def prebuild(self, items: list[InboxItem], info: SessionInfo) -> list[ChatMessage] | None:
+    def prebuild(self, items: list[InboxItem], info: SessionInfo | None) -> list[ChatMessage] | None:
         """The messages of ``items`` when they are plain (no edit, attachment or command, none out
-        of attempts, no reset due), so the claim can append them in its own transaction; else None."""
+        of attempts, no reset due), so the claim can append them in its own transaction; else None.
+        ``info`` None: the session is about to be opened (no reset can be due)."""
         try:
             return self._plain(items, info)
         except Exception:  # an unreadable item: the general path isolates it (gateway.serving.dead_letters)
             return None
 
-    def _plain(self, items: list[InboxItem], info: SessionInfo) -> list[ChatMessage] | None:
-        if self._directory.reset_due(info):
+    def _plain(self, items: list[InboxItem], info: SessionInfo | None) -> list[ChatMessage] | None:
+        if info is not None and self._directory.reset_due(info):
             return None
         messages: list[ChatMessage] = []
         for item in items:

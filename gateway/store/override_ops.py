@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, RowMapping, and_, delete, insert, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, and_, bindparam, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from agent.clock import utcnow
@@ -50,6 +50,19 @@ def _record(m: RowMapping) -> AdminOverride:
     )
 
 
+_FOR_CHAT = (
+    select(admin_overrides)
+    .where(admin_overrides.c.platform == bindparam("platform"), admin_overrides.c.chat == bindparam("chat"))
+    .order_by(admin_overrides.c.thread)
+)
+
+
+def overrides_in(conn: Connection, platform: str, chat: str) -> list[AdminOverride]:
+    """The chat's admin-set overrides (the whole chat's and each thread's), inside ``conn``'s
+    transaction."""
+    return [_record(r) for r in conn.execute(_FOR_CHAT, {"platform": platform, "chat": chat}).mappings()]
+
+
 def _key(platform: str, chat: str, thread: str | None) -> ColumnElement[bool]:
     t = admin_overrides.c
     return and_(t.platform == platform, t.chat == chat, t.thread == (thread or WHOLE_CHAT))
@@ -65,12 +78,7 @@ class OverrideOps(Repo):
 
     async def admin_overrides_for(self, platform: str, chat: str) -> list[AdminOverride]:
         """The chat's admin-set overrides (the whole chat's and each thread's)."""
-        t = admin_overrides.c
-        async with self._tx(write=False) as s:
-            rows = await s.execute(
-                select(admin_overrides).where(t.platform == platform, t.chat == chat).order_by(t.thread)
-            )
-            return [_record(r) for r in rows.mappings()]
+        return await self.db.read_at_once(lambda conn: overrides_in(conn, platform, chat))
 
     async def set_admin_override(self, entry: AdminOverride, *, actor: str) -> AdminOverride | None:
         """Replace the chat's (or thread's) admin override with ``entry``; the previous one, if any."""

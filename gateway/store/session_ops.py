@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, func, select, update
+from sqlalchemy import Connection, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -16,9 +17,70 @@ from agent.errors import NotFound, StoreError
 from agent.types import ContextState
 from gateway.store.base import CONFLICT_RETRIES, Repo
 from gateway.store.columns import clean_json
-from gateway.store.convert import state_from_json, state_to_json, to_session, to_session_summary
+from gateway.store.convert import (
+    SESSION_FIELDS,
+    state_from_json,
+    state_to_json,
+    to_session,
+    to_session_summary,
+)
 from gateway.store.models import SessionRow, compactions, messages, sessions
+from gateway.store.override_ops import AdminOverride, overrides_in
 from gateway.store.records import SessionInfo, SessionSummary
+
+SESSION_COLUMNS = tuple(sessions.c[name] for name in SESSION_FIELDS)
+CURRENT_SESSION = select(*SESSION_COLUMNS).where(
+    sessions.c.key == bindparam("key"), sessions.c.ended_at.is_(None)
+)
+_NEW_SESSION = insert(sessions).returning(*SESSION_COLUMNS)
+
+FrozenSettings = tuple[str, str, dict[str, Any] | None]
+"""What a new session freezes: its system prompt, model and chat overrides."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOpening:
+    """A key's session, to be opened if it has none: the chat it belongs to, and ``settle``,
+    which gets the chat's admin-set overrides (read in the transaction that creates the
+    session) and returns the :data:`FrozenSettings` to freeze. ``settle`` runs inside that
+    transaction, on SQLite in a worker thread: a pure function."""
+
+    key: str
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    user_id: str | None
+    settle: Callable[[list[AdminOverride]], FrozenSettings]
+
+
+def open_in(conn: Connection, opening: SessionOpening) -> SessionInfo:
+    """The key's current session, created if it has none, inside ``conn``'s transaction (a
+    worker that created it first makes the insert fail: read theirs in a new transaction)."""
+    row = conn.execute(CURRENT_SESSION, {"key": opening.key}).first()
+    if row is not None:
+        return to_session(row)
+    system_prompt, model, chat_overrides = opening.settle(
+        overrides_in(conn, opening.platform, opening.chat_id)
+    )
+    now = utcnow()
+    values = {
+        "id": uuid.uuid4().hex,
+        "key": opening.key,
+        "platform": opening.platform,
+        "chat_id": opening.chat_id,
+        "thread_id": opening.thread_id,
+        "user_id": opening.user_id,
+        "system_prompt": system_prompt.replace("\x00", ""),
+        "model": model,
+        "chat_overrides": chat_overrides,
+        "created_at": now,
+        "last_activity_at": now,
+        "compaction_count": 0,
+        "view_version": 0,
+        "version": 1,  # what the ORM's version counter starts at
+    }
+    return to_session(conn.execute(_NEW_SESSION, values).one())
+
 
 # Built once: it runs after every call, and building a statement costs more than running it.
 _SAVE_STATE = (
@@ -66,34 +128,20 @@ class SessionOps(Repo):
     ) -> SessionInfo:
         """The current session for ``key``, created (with this frozen system prompt, model and chat
         overrides) if there is none."""
+        settings: FrozenSettings = (system_prompt, model, chat_overrides)
+        return await self.open_session(
+            SessionOpening(key, platform, chat_id, thread_id, user_id, lambda _admin: settings)
+        )
+
+    async def open_session(self, opening: SessionOpening) -> SessionInfo:
+        """The key's current session, or a new one settled as ``opening`` says, in one
+        transaction (on a SQLite file, one worker-thread call)."""
         for _ in range(CONFLICT_RETRIES):
             try:
-                async with self._tx() as s:
-                    row = await s.scalar(
-                        select(SessionRow).where(SessionRow.key == key, SessionRow.ended_at.is_(None))
-                    )
-                    if row is None:
-                        now = utcnow()
-                        row = SessionRow(
-                            id=uuid.uuid4().hex,
-                            key=key,
-                            platform=platform,
-                            chat_id=chat_id,
-                            thread_id=thread_id,
-                            user_id=user_id,
-                            system_prompt=system_prompt.replace("\x00", ""),
-                            model=model,
-                            chat_overrides=chat_overrides,
-                            created_at=now,
-                            last_activity_at=now,
-                            compaction_count=0,
-                        )
-                        s.add(row)
-                        await s.flush()
-                    return to_session(row)
+                return await self.db.write_at_once(lambda conn: open_in(conn, opening))
             except IntegrityError:
                 continue  # another worker created it first: read theirs
-        raise StoreError(f"could not create a session for {key!r}")
+        raise StoreError(f"could not create a session for {opening.key!r}")
 
     async def current_session(self, key: str) -> SessionInfo | None:
         async with self._tx(write=False) as s:

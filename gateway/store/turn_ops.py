@@ -12,27 +12,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, update
 from sqlalchemy.exc import IntegrityError
 
 from agent.clock import utcnow
 from agent.errors import NotFound, StoreError, WriteConflict
 from agent.types import ChatMessage, ContextState
 from gateway.store.base import CONFLICT_RETRIES, Repo
-from gateway.store.convert import SESSION_FIELDS, state_from_json, to_session
+from gateway.store.convert import state_from_json, to_session
 from gateway.store.inbox_ops import claim_in
 from gateway.store.message_ops import append_row, prepared, read_active
 from gateway.store.models import sessions
 from gateway.store.records import InboxRecord, SessionInfo
+from gateway.store.session_ops import CURRENT_SESSION, SessionOpening, open_in
 from gateway.store.view_cache import with_estimate
 
-SESSION_COLUMNS = tuple(sessions.c[name] for name in SESSION_FIELDS)
 _Appended = tuple[str, int, list[tuple[ChatMessage, bool]], list[ChatMessage], ContextState, bool]
 
 # Built once: on the hot path building a statement costs more than SQLite running it.
-_CURRENT_SESSION = select(*SESSION_COLUMNS).where(
-    sessions.c.key == bindparam("key"), sessions.c.ended_at.is_(None)
-)
 _TOUCH = (
     update(sessions)
     .where(sessions.c.id == bindparam("sid"))
@@ -61,6 +58,10 @@ ClaimPlan = Callable[[list[InboxRecord], SessionInfo], Sequence[ChatMessage] | N
 """Given the claimed items and the key's session, the messages to append in the claim's
 transaction, or None to append nothing. A pure function: it may run in a worker thread."""
 
+ClaimOpening = Callable[[list[InboxRecord]], SessionOpening | None]
+"""Given the claimed items of a key that has no session yet, how to open it in the claim's
+transaction (None: leave it to the general path). A pure function, as :data:`ClaimPlan`."""
+
 
 @dataclass(frozen=True, slots=True)
 class TurnClaim:
@@ -82,13 +83,16 @@ class TurnOps(Repo):
         session_key: str,
         limit: int = 50,
         plan: ClaimPlan | None = None,
+        opening: ClaimOpening | None = None,
         at: datetime | None = None,
     ) -> TurnClaim:
         """:meth:`~gateway.store.inbox_ops.InboxOps.inbox_claim` for one key, the key's current
         session and, when ``plan`` returns messages for them, their append (as :meth:`append_turn`,
         at ``at``), in one transaction: on a SQLite file one worker-thread call, where a statement
-        each would be a thread hop each. Losing a race on the append raises
-        :class:`~agent.errors.WriteConflict` (nothing was claimed: claim again)."""
+        each would be a thread hop each. A key with no session yet gets one there when
+        ``opening`` says how (a chat's first message costs no transaction more than the next).
+        Losing a race on the append or the new session raises :class:`~agent.errors.WriteConflict`
+        (nothing was claimed: claim again)."""
         dialect = self.db.dialect
 
         def work(conn: Connection) -> tuple[list[InboxRecord], SessionInfo | None, _Appended | None]:
@@ -102,8 +106,11 @@ class TurnOps(Repo):
             )
             if not items:
                 return items, None, None
-            row = conn.execute(_CURRENT_SESSION, {"key": session_key}).first()
+            row = conn.execute(CURRENT_SESSION, {"key": session_key}).first()
             info = None if row is None else to_session(row)
+            new_session = None if info is not None or opening is None else opening(items)
+            if new_session is not None:
+                info = open_in(conn, new_session)
             new = None if info is None or plan is None else plan(items, info)
             if info is None or new is None:
                 return items, info, None
@@ -116,7 +123,7 @@ class TurnOps(Repo):
         try:
             items, info, appended = await self.db.write_at_once(work)
         except IntegrityError as exc:
-            raise WriteConflict(f"lost a race appending to the session of {session_key}") from exc
+            raise WriteConflict(f"lost a race writing to the session of {session_key}") from exc
         if appended is None:
             return TurnClaim(items, info, None)
         sid, version, stored, view, state, cached = appended

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.turn_probe import QUIET_LEASES, probe
+from tests.turn_probe import KEY, QUIET_LEASES, probe
 
 BEFORE_CALL_STATEMENTS = 6
 BEFORE_CALL_TRANSACTIONS = 1
@@ -32,3 +32,14 @@ async def test_an_addressed_turn_runs_a_handful_of_statements(db_url: str, tmp_p
             assert turn.before_call.transactions <= BEFORE_CALL_TRANSACTIONS, turn
             assert 0 < turn.whole.statements <= WHOLE_TURN_STATEMENTS[dialect], turn
             assert turn.whole.transactions <= WHOLE_TURN_TRANSACTIONS, turn
+
+
+async def test_a_chats_first_message_opens_its_session_in_the_claims_transaction(
+    db_url: str, tmp_path: Path
+) -> None:
+    async with probe(db_url, tmp_path, cluster=QUIET_LEASES) as p:
+        first = await p.turn()  # no session yet: the claim opens it and appends the message
+        assert first.before_call.transactions == BEFORE_CALL_TRANSACTIONS, first
+        info = await p.service.store.current_session(KEY)
+        assert info is not None
+        assert info.system_prompt == p.service.settings.sessions.system_prompt
