@@ -128,6 +128,7 @@ class AgentLoop:
         except BaseException as exc:
             if turn.open_uses:
                 await self._close_round(turn, exc)
+            await self._record_unrecorded(turn)
             raise
         self._engine.on_turn_complete(turn.session, turn.state, turn.view)
         return turn.result(stopped)
@@ -148,7 +149,9 @@ class AgentLoop:
                 # open_uses is set first: if the append is interrupted it still finishes, and
                 # the uses it stored must get their results.
                 turn.open_uses = uses
-                await self._append(turn, ChatMessage(role="assistant", content=content))
+                await self._append(turn, ChatMessage(role="assistant", content=content), with_usage=True)
+            else:
+                await self._record_unrecorded(turn)
             if uses:
                 truncated = response.stop_reason == "max_tokens"
                 await self._run_tools(turn, uses, not_run=MAX_TOKENS_RESULT if truncated else None)
@@ -365,8 +368,19 @@ class AgentLoop:
             await self._store.record_strategy_run(turn.session.id, run)
         for record in records[:-1]:
             await self._store.record_usage(turn.session.id, record)
-        # The state the call taught goes with its usage: one transaction, not two.
-        await self._store.record_usage(turn.session.id, records[-1], state=turn.state)
+        # The call's own usage, and the state it taught, go with its reply: one transaction.
+        turn.unrecorded = records[-1]
+
+    async def _record_unrecorded(self, turn: Turn) -> None:
+        """Store the last call's usage (with the state) when no reply took it along."""
+        record, turn.unrecorded = turn.unrecorded, None
+        if record is None:
+            return
+        try:
+            await self._store.record_usage(turn.session.id, record, state=turn.state)
+        except Exception as exc:  # on a failing turn the cause the caller gets matters more
+            _log.warning("a call's usage was not stored: %s", exc, extra={"session": turn.session.id})
+            return
         turn.saved_state = repr(turn.state)
 
     # -- tools ----------------------------------------------------------------------------------
@@ -424,10 +438,19 @@ class AgentLoop:
         with contextlib.suppress(asyncio.CancelledError):
             await self._append(turn, ChatMessage(role="user", content=results))
 
-    async def _append(self, turn: Turn, message: ChatMessage, *, produced: bool = True) -> ChatMessage:
-        """Store ``message`` and add it to the view. A cancellation waits for the write to finish
-        (so we know what is stored) and is re-raised afterwards."""
-        task = asyncio.ensure_future(self._store.append_message(turn.session.id, message))
+    async def _append(
+        self, turn: Turn, message: ChatMessage, *, produced: bool = True, with_usage: bool = False
+    ) -> ChatMessage:
+        """Store ``message`` and add it to the view; ``with_usage``: the last call's usage and the
+        state go in the same transaction. A cancellation waits for the write to finish (so we know
+        what is stored) and is re-raised afterwards."""
+        record = turn.unrecorded if with_usage else None
+        sid = turn.session.id
+        task = asyncio.ensure_future(
+            self._store.append_message(sid, message)
+            if record is None
+            else self._store.append_reply(sid, message, record, turn.state)
+        )
         cancelled = False
         while not task.done():
             try:
@@ -437,6 +460,8 @@ class AgentLoop:
                     raise
                 cancelled = True
         stored = task.result()
+        if record is not None:
+            turn.unrecorded, turn.saved_state = None, repr(turn.state)
         turn.record(stored, produced=produced)
         if cancelled:
             raise asyncio.CancelledError

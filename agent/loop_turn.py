@@ -9,7 +9,15 @@ from typing import Any
 
 from agent.compaction import WhenSlow
 from agent.llm_stream import TurnListener
-from agent.types import AgentSession, ChatMessage, CompactionRecord, ContentBlock, ContextState, Usage
+from agent.types import (
+    AgentSession,
+    ChatMessage,
+    CompactionRecord,
+    ContentBlock,
+    ContextState,
+    Usage,
+    UsageRecord,
+)
 
 
 @dataclass(slots=True)
@@ -53,6 +61,8 @@ class Turn:
     """Id of the turn's first message (its question); None until known."""
     saved_state: str | None = None
     """``repr`` of :attr:`state` as this turn last saved it (None: not saved yet)."""
+    unrecorded: UsageRecord | None = None
+    """The last call's usage, stored with the reply it produced (or alone when there is none)."""
 
     def record(self, stored: ChatMessage, *, produced: bool) -> None:
         self.view.append(stored)

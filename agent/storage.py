@@ -35,6 +35,14 @@ class ConversationStore(Protocol):
         """
         ...
 
+    async def append_reply(
+        self, session_id: str, message: ChatMessage, usage: UsageRecord, state: ContextState
+    ) -> ChatMessage:
+        """:meth:`append_message` for the model's reply, with the call's usage and the
+        compression state it taught (as :meth:`record_usage` with ``state``) in the same
+        transaction: most calls store all three, and one commit costs less than two."""
+        ...
+
     async def load_active(self, session_id: str) -> list[ChatMessage]:
         """The ACTIVE view of the session, in order."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -11,12 +12,14 @@ from sqlalchemy.exc import IntegrityError
 from agent.clock import utcnow
 from agent.errors import NotFound, StoreError
 from agent.tokens import content_tokens
-from agent.types import ChatMessage, ContentBlock, RecallPage, content_text
+from agent.types import ChatMessage, ContentBlock, ContextState, RecallPage, UsageRecord, content_text
 from gateway.store.base import CONFLICT_RETRIES, Repo, bump_view
 from gateway.store.columns import clean_json, clean_text
 from gateway.store.convert import content_of, stored_content, to_message
 from gateway.store.models import messages, sessions
 from gateway.store.search_index import search_values
+from gateway.store.session_ops import save_state_in, state_values
+from gateway.store.usage_ops import record_usage_in, usage_rows
 
 ORDER = (messages.c.seq, messages.c.sub_seq)
 # What a ChatMessage is made of (``text`` is its content where ``content`` is NULL): not
@@ -34,11 +37,32 @@ class MessageOps(Repo):
         reads ``max(seq)`` and inserts (one thread hop on a SQLite file); should a unique key still
         conflict, the append is tried again. The cached active view follows (write-through).
         """
-        stored = prepared(message)
+        return await self._append(session_id, prepared(message), None)
 
+    async def append_reply(
+        self, session_id: str, message: ChatMessage, usage: UsageRecord, state: ContextState
+    ) -> ChatMessage:
+        """:meth:`append_message`, with the call's usage and the compression state it taught
+        stored in the same transaction (as ``record_usage(..., state=state)`` would)."""
+        rows = usage_rows(session_id, usage, utcnow())
+        saved = state_values(session_id, state)
+        dialect = self._db.dialect
+
+        def also(conn: Connection) -> None:
+            record_usage_in(conn, dialect, rows)
+            save_state_in(conn, saved)
+
+        return await self._append(session_id, prepared(message), also)
+
+    async def _append(
+        self, session_id: str, stored: ChatMessage, also: Callable[[Connection], None] | None
+    ) -> ChatMessage:
         def work(conn: Connection) -> tuple[int, ChatMessage, bool]:
             version = lock_view(conn, session_id)
-            return (version, *append_row(conn, session_id, stored))
+            row, created = append_row(conn, session_id, stored)
+            if also is not None:
+                also(conn)
+            return version, row, created
 
         for _ in range(CONFLICT_RETRIES):
             try:

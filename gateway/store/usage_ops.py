@@ -97,6 +97,38 @@ def _usage_statements(dialect: str) -> tuple[Insert, Insert]:
     return insert(usage), add_to_day
 
 
+UsageRows = tuple[dict[str, Any], dict[str, Any]]
+"""One call's ``usage`` row and what it adds to its day's roll-up."""
+
+
+def usage_rows(session_id: str, record: UsageRecord, at: datetime) -> UsageRows:
+    """The parameters of :func:`record_usage_in` (built on the event loop, not in the thread)."""
+    u = record.usage
+    tokens = {
+        "input_tokens": u.input_tokens,
+        "cache_write_tokens": u.cache_creation_input_tokens,
+        "cache_read_tokens": u.cache_read_input_tokens,
+        "output_tokens": u.output_tokens,
+        "cost_usd": record.cost_usd,
+    }
+    call = {
+        "session_id": session_id,
+        "model": record.model,
+        "purpose": record.purpose,
+        **tokens,
+        "estimated": record.estimated,
+        "created_at": at,
+    }
+    return call, {"session_id": session_id, "day": day_of(at), "calls": 1, **tokens}
+
+
+def record_usage_in(conn: Connection, dialect: str, rows: UsageRows) -> None:
+    """Store one call's usage and add it to its day's roll-up, inside ``conn``'s transaction."""
+    add_call, add_to_day = _usage_statements(dialect)
+    conn.execute(add_call, rows[0])
+    conn.execute(add_to_day, rows[1])
+
+
 class UsageOps(Repo):
     async def record_usage(
         self,
@@ -108,36 +140,12 @@ class UsageOps(Repo):
     ) -> None:
         """Store one call's usage (``at`` defaults to now) and add it to its day's roll-up;
         with ``state``, the session's compression state is saved in the same transaction."""
-        now = at or utcnow()
-        u = record.usage
-        added = {
-            "calls": 1,
-            "input_tokens": u.input_tokens,
-            "cache_write_tokens": u.cache_creation_input_tokens,
-            "cache_read_tokens": u.cache_read_input_tokens,
-            "output_tokens": u.output_tokens,
-            "cost_usd": record.cost_usd,
-        }
-        add_call, add_to_day = _usage_statements(self._db.dialect)
-        call = {
-            "session_id": session_id,
-            "model": record.model,
-            "purpose": record.purpose,
-            "input_tokens": u.input_tokens,
-            "cache_write_tokens": u.cache_creation_input_tokens,
-            "cache_read_tokens": u.cache_read_input_tokens,
-            "output_tokens": u.output_tokens,
-            "cost_usd": record.cost_usd,
-            "estimated": record.estimated,
-            "created_at": now,
-        }
-        day = {"session_id": session_id, "day": day_of(now), **added}
-
+        rows = usage_rows(session_id, record, at or utcnow())
         saved = None if state is None else state_values(session_id, state)
+        dialect = self._db.dialect
 
         def write(conn: Connection) -> None:
-            conn.execute(add_call, call)
-            conn.execute(add_to_day, day)
+            record_usage_in(conn, dialect, rows)
             if saved is not None:
                 save_state_in(conn, saved)
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from agent.engines.compressor.engine import ContextCompressor
-from agent.errors import ContextOverflow, Overloaded
+from agent.errors import ContextOverflow, Overloaded, StoreError
 from agent.loop import CANCELLED_RESULT, MAX_TOKENS_RESULT, AgentLoop
 from agent.offline import OfflineProvider
 from agent.settings import CompressionSettings, LLMSettings
 from agent.tools import FunctionTool, ToolContext, default_registry
-from agent.types import ChatMessage, ContextState
+from agent.types import ChatMessage, ContextState, UsageRecord
 from tests.agent.loop_support import exchanges, make_session, rig
 from tests.fakes.anthropic import Reply, error_reply, text_reply, tool_use_reply
 from tests.fakes.memory_store import InMemoryStore
@@ -48,6 +48,33 @@ async def test_each_call_records_its_usage_and_cost() -> None:
         assert [rec.purpose for rec in records] == ["chat", "chat"]
         assert all(rec.cost_usd > 0 for rec in records)
         assert [rec.usage for rec in records] == result.usages
+
+
+class ReplyRefusingStore(InMemoryStore):
+    """Stores everything but the model's reply (a database that fails at that moment)."""
+
+    async def append_reply(
+        self, session_id: str, message: ChatMessage, usage: UsageRecord, state: ContextState
+    ) -> ChatMessage:
+        raise StoreError("the database went away")
+
+
+async def test_a_reply_that_could_not_be_stored_still_leaves_its_calls_usage() -> None:
+    store = ReplyRefusingStore()
+    async with rig(store=store) as r:
+        r.script.add(text_reply("hello back"))
+        with pytest.raises(StoreError):
+            await r.turn("hi")
+        assert [rec.purpose for rec in store.usage[r.session.id]] == ["chat"]
+        assert (await store.load_context_state(r.session.id)).last_prompt_tokens
+
+
+async def test_a_reply_with_no_content_records_its_calls_usage_alone() -> None:
+    async with rig() as r:
+        r.script.add(text_reply(""))
+        await r.turn("hi")
+        assert [m.role for m in await r.stored()] == ["user"]
+        assert [rec.purpose for rec in r.store.usage[r.session.id]] == ["chat"]
 
 
 async def test_state_keeps_the_last_calls_real_size_never_a_sum() -> None:

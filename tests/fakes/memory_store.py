@@ -131,6 +131,13 @@ class InMemoryStore:
         row_id = self._insert(session_id, message, seq=seq, sub_seq=0, produced_by=None)
         return copy.deepcopy(self._rows[row_id].message)
 
+    async def append_reply(
+        self, session_id: str, message: ChatMessage, usage: UsageRecord, state: ContextState
+    ) -> ChatMessage:
+        stored = await self.append_message(session_id, message)
+        await self.record_usage(session_id, usage, state=state)
+        return stored
+
     async def load_active(self, session_id: str) -> list[ChatMessage]:
         return [copy.deepcopy(r.message) for r in self._session_rows(session_id) if r.message.active]
 
