@@ -7,7 +7,6 @@ The SDK does its own retries (429, 5xx, connection errors) up to ``max_retries``
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import re
@@ -28,6 +27,7 @@ from agent.errors import (
     RateLimited,
     SpendLimitReached,
 )
+from agent.llm_call import ErrorAnswer, MessagesCall, NoAnswer, parse_retry_after
 from agent.llm_stream import TextSink
 from agent.provider import LLMRequest, LLMResponse
 from agent.server_context import betas_for, parse_applied_edits, parse_iterations
@@ -55,27 +55,6 @@ def parse_prompt_too_long(message: str) -> tuple[int | None, int | None]:
         return int(match.group(1).replace(",", "")) if match else None
 
     return number(_ACTUAL_RE), number(_LIMIT_RE)
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    parsed = email.utils.parsedate_tz(value)
-    if parsed is None:
-        return None
-    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
 def _status_error(status: int, message: str, headers: Mapping[str, str]) -> LLMError:
@@ -174,17 +153,26 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def message_json(response: httpx2.Response) -> dict[str, Any]:
+def message_json(body: bytes) -> dict[str, Any]:
     """The Messages API's answer as plain data, checked for the fields a reply needs."""
     try:
-        data = response.json()
+        data = json.loads(body)
     except ValueError as exc:
-        raise LLMError(f"Anthropic API: the answer is not JSON ({response.status_code})") from exc
+        raise LLMError("Anthropic API: the answer is not JSON") from exc
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise LLMError("Anthropic API: the answer is not a message (no content list)")
     if not isinstance(data.get("usage"), dict):
         raise LLMError("Anthropic API: the answer is not a message (no usage)")
     return data
+
+
+def call_error(failed: ErrorAnswer) -> LLMError:
+    """The :mod:`agent.errors` exception for an error answer of :class:`MessagesCall` (worded
+    as :func:`map_error` words the SDK's)."""
+    kind = f" {failed.error_type}" if failed.error_type else ""
+    return _status_error(
+        failed.status, f"Anthropic API {failed.status}{kind}: {failed.message}", failed.headers
+    )
 
 
 class AnthropicProvider:
@@ -201,6 +189,14 @@ class AnthropicProvider:
             timeout=settings.timeout_seconds,
             # aiohttp's parser is C; the default transport's is Python (~0.5 ms of CPU a call here).
             http_client=anthropic.DefaultAioHttpClient(timeout=settings.timeout_seconds),
+        )
+        # Plain calls skip the SDK's per-call request and response models (llm_call); the SDK's
+        # client still says where they go and with which headers, and serves streams and counts.
+        self._call = MessagesCall(
+            f"{str(self._client.base_url).rstrip('/')}/v1/messages",
+            {k: v for k, v in self._client.default_headers.items() if isinstance(v, str)},
+            max_retries=settings.max_retries,
+            timeout_seconds=settings.timeout_seconds,
         )
 
     @staticmethod
@@ -245,7 +241,10 @@ class AnthropicProvider:
 
     @staticmethod
     def _failed(request: LLMRequest, exc: anthropic.AnthropicError) -> LLMError:
-        error = map_error(exc)
+        return AnthropicProvider._logged(request, map_error(exc))
+
+    @staticmethod
+    def _logged(request: LLMRequest, error: LLMError) -> LLMError:
         logger.warning(
             "anthropic call failed: model=%s purpose=%s error=%s: %s",
             request.model,
@@ -264,25 +263,25 @@ class AnthropicProvider:
         return json.dumps({**params, **extra}, ensure_ascii=False).encode()
 
     async def create(self, request: LLMRequest) -> LLMResponse:
-        """One call, through the SDK's client (its retries, timeouts and errors) with the body
-        serialized here and the answer read as plain data: the SDK's own request copy and
-        response models cost more CPU than the rest of a turn (docs/measured.md)."""
+        """One call, with the SDK's retries, timeouts and error classes, its body serialized
+        here and its answer read as plain data (:mod:`agent.llm_call`): the SDK's own request
+        and response models cost more CPU than the rest of a turn (docs/measured.md)."""
         started = time.monotonic()
-        headers = {"content-type": "application/json"}
         betas = self._betas(request)
-        if betas:
-            # Beta features (context editing, compaction): the same endpoint, with their header.
-            headers["anthropic-beta"] = ",".join(betas)
+        # Beta features (context editing, compaction): the same endpoint, with their header.
+        headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         try:
-            response = await self._client.post(
-                "/v1/messages",
-                content=self._body(request),
-                cast_to=httpx2.Response,
-                options={"headers": headers},
+            answer = await self._call.post(self._body(request), headers)
+        except ErrorAnswer as exc:
+            raise self._logged(request, call_error(exc)) from exc
+        except NoAnswer as exc:
+            error = (
+                ProviderUnreachable("Anthropic API request timed out")
+                if exc.timed_out
+                else ProviderUnreachable(f"cannot reach the Anthropic API: {exc}")
             )
-        except anthropic.AnthropicError as exc:
-            raise self._failed(request, exc) from exc
-        return self._response(request, message_json(response), started)
+            raise self._logged(request, error) from exc
+        return self._response(request, message_json(answer), started)
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
         """The same call as :meth:`create`, streamed: ``on_text`` gets each text delta as it arrives.
@@ -364,4 +363,5 @@ class AnthropicProvider:
         return int(counted.input_tokens)
 
     async def aclose(self) -> None:
+        await self._call.aclose()
         await self._client.close()

@@ -18,7 +18,6 @@ This module is intake and the per-session workers (claim, drain, commands in ord
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import socket
@@ -31,7 +30,6 @@ from typing import Any
 from agent.clock import Clock, utcnow
 from agent.context_engine import ContextEngine
 from agent.errors import WriteConflict
-from agent.types import ChatMessage
 from gateway.config import Settings
 from gateway.outbound.delivery import Delivery
 from gateway.outbound.replies import Replies
@@ -40,6 +38,7 @@ from gateway.platforms.base import InboundMessage, OutboundTarget
 from gateway.platforms.manners import BotManners
 from gateway.scheduling.tasks import TaskBook
 from gateway.serving.auth import REFUSAL_TEXT, Authorizer
+from gateway.serving.claim_plan import PlannedClaim
 from gateway.serving.commands import IMMEDIATE, Command, CommandContext, command_in, run_command
 from gateway.serving.dead_letters import InboxFailures
 from gateway.serving.inbound import InboxItem, clean_text, inbox_message_id, inbox_payload, parse_item
@@ -51,7 +50,6 @@ from gateway.store import fence
 from gateway.store.base import CONFLICT_RETRIES
 from gateway.store.records import InboxRecord, SessionInfo
 from gateway.store.repository import Store
-from gateway.store.session_ops import SessionOpening
 
 _log = logging.getLogger(__name__)
 
@@ -345,10 +343,10 @@ class Gateway:
         while self._accepting:
             self._dirty.discard(key)
             carried = self._carry.pop(key, [])
-            # The claim reads the key's current session in the same transaction, and appends
-            # the messages when the plan finds them plain (TurnServer.prebuild); not with carried
-            # items, which must go first.
-            parsed: dict[int, InboxItem] = {}
+            # The claim reads the key's current session in the same transaction (opening the
+            # key's first one), and appends the messages when the plan finds them plain
+            # (gateway.serving.claim_plan); not with carried items, which must go first.
+            planned = PlannedClaim(key, self._turn, self._directory)
             at = self._clock()
             try:
                 claim = await self._store.claim_turn(
@@ -356,8 +354,8 @@ class Gateway:
                     lease_seconds=self._lease,
                     session_key=key,
                     limit=self._failures.batch_size(key, CLAIM_BATCH),
-                    plan=None if carried else functools.partial(self._prebuild, parsed),
-                    opening=None if carried else functools.partial(self._opening, key, parsed),
+                    plan=None if carried else planned.plan,
+                    opening=None if carried else planned.opening,
                     at=at,
                 )
             except WriteConflict:
@@ -367,7 +365,7 @@ class Gateway:
                     raise
                 self._carry[key] = carried
                 continue
-            claimed = await self._failures.weed(await self._parsed(key, claim.items, parsed))
+            claimed = await self._failures.weed(await self._parsed(key, claim.items, planned.parsed))
             seen = {item.id for item in carried}
             items = sorted(carried + [i for i in claimed if i.id not in seen], key=lambda i: i.id)
             if not items:
@@ -421,37 +419,6 @@ class Gateway:
                     await self._failures.failed(key, [record], exc)
                     continue
             items.append(item)
-        return items
-
-    def _prebuild(
-        self, parsed: dict[int, InboxItem], records: list[InboxRecord], info: SessionInfo
-    ) -> list[ChatMessage] | None:
-        """The claim's plan (``TurnOps.claim_turn``): the plain-messages check; the items it parses
-        are kept in ``parsed`` for the drain, so each row is parsed once. It runs inside the claim's
-        transaction, on SQLite in a worker thread, so it touches nothing but its arguments."""
-        items = self._parse_all(parsed, records)
-        return None if items is None else self._turn.prebuild(items, info)
-
-    def _opening(
-        self, key: str, parsed: dict[int, InboxItem], records: list[InboxRecord]
-    ) -> SessionOpening | None:
-        """The claim's way to open the key's first session (``TurnOps.claim_turn``), from its first
-        item as the general path would, when the items are plain messages (their turn is sure to
-        need it); like :meth:`_prebuild`, it touches only its arguments."""
-        items = self._parse_all(parsed, records)
-        if not items or self._turn.prebuild(items, None) is None:
-            return None
-        return self._directory.opening(key, items[0])
-
-    @staticmethod
-    def _parse_all(parsed: dict[int, InboxItem], records: list[InboxRecord]) -> list[InboxItem] | None:
-        """The rows as items, each parsed once (kept in ``parsed``); None when one does not parse
-        (the drain sets the unreadable row apart)."""
-        try:
-            items = [parsed.get(r.id) or parse_item(r) for r in records]
-        except ValueError:
-            return None
-        parsed.update((item.id, item) for item in items)
         return items
 
     async def _serve(

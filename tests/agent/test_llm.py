@@ -1,4 +1,5 @@
-"""AnthropicProvider over the real SDK against the fake server: requests, usage and error mapping."""
+"""AnthropicProvider against the fake server: requests, retries, usage and error mapping (plain calls
+through agent.llm_call, streams and counts through the SDK)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import anthropic
 import pytest
 from aiohttp import web
 from hypothesis import given
@@ -25,6 +25,7 @@ from agent.errors import (
     SpendLimitReached,
 )
 from agent.llm import AnthropicProvider, parse_prompt_too_long, parse_retry_after
+from agent.llm_call import ErrorAnswer, NoAnswer
 from agent.provider import LLMProvider, LLMRequest
 from agent.settings import LLMSettings
 from tests.fakes.anthropic import FakeAnthropic, tool_use_reply
@@ -71,7 +72,8 @@ def provider(make_provider: Factory) -> AnthropicProvider:
 async def failing_call(provider: AnthropicProvider, kind: type[LLMError]) -> Any:
     with pytest.raises(kind) as info:
         await provider.create(request(max_tokens=64))
-    assert isinstance(info.value.__cause__, anthropic.AnthropicError)
+    # The error keeps what it came from: the API's answer, or why none came.
+    assert isinstance(info.value.__cause__, ErrorAnswer | NoAnswer)
     return info.value
 
 
@@ -220,11 +222,46 @@ async def test_timeout_is_provider_unreachable(fake: FakeAnthropic, make_provide
     assert "timed out" in str(error)
 
 
-async def test_sdk_retries_as_configured(fake: FakeAnthropic, make_provider: Factory) -> None:
+async def test_retries_as_configured(fake: FakeAnthropic, make_provider: Factory) -> None:
     fake.fail_next(529, "overloaded_error", "Overloaded", {"retry-after-ms": "10"}, times=2)
     response = await make_provider(max_retries=2).create(request(max_tokens=10))
     assert response.stop_reason == "end_turn"
     assert fake.counts["messages"] == 3
+
+
+async def test_each_retry_says_its_number_as_the_sdk_does(
+    fake: FakeAnthropic, make_provider: Factory
+) -> None:
+    fake.fail_next(429, "rate_limit_error", "slow down", {"retry-after-ms": "5"}, times=2)
+    await make_provider(max_retries=2).create(request(max_tokens=10))
+    sent = [r.headers.get("x-stainless-retry-count") for r in fake.requests if r.path == "/v1/messages"]
+    assert sent == ["0", "1", "2"]
+
+
+async def test_the_servers_should_retry_false_is_obeyed(fake: FakeAnthropic, make_provider: Factory) -> None:
+    fake.fail_next(529, "overloaded_error", "Overloaded", {"x-should-retry": "false"})
+    await failing_call(make_provider(max_retries=3), Overloaded)
+    assert fake.counts["messages"] == 1
+
+
+async def test_a_lock_timeout_409_is_retried(fake: FakeAnthropic, make_provider: Factory) -> None:
+    fake.fail_next(409, "conflict_error", "try again", {"retry-after-ms": "5"})
+    response = await make_provider(max_retries=1).create(request(max_tokens=10))
+    assert response.stop_reason == "end_turn"
+    assert fake.counts["messages"] == 2
+
+
+async def test_a_client_error_is_not_retried(fake: FakeAnthropic, make_provider: Factory) -> None:
+    fake.fail_next(400, "invalid_request_error", "messages: field required")
+    error = await failing_call(make_provider(max_retries=3), InvalidRequest)
+    assert str(error) == "Anthropic API 400 invalid_request_error: messages: field required"
+    assert fake.counts["messages"] == 1
+
+
+async def test_an_error_answer_that_is_not_json_is_quoted(make_provider: Factory) -> None:
+    async with answering(b"<html>Bad Gateway</html>", status=502) as url:
+        error = await failing_call(make_provider(base_url=url), Overloaded)
+    assert str(error) == "Anthropic API 502: Error code: 502 - <html>Bad Gateway</html>"
 
 
 async def test_base_url_falls_back_to_the_environment(
@@ -297,11 +334,11 @@ def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> N
 
 
 @contextlib.asynccontextmanager
-async def answering(body: bytes) -> AsyncIterator[str]:
-    """A server on 127.0.0.1 that answers every Messages call with ``body`` (status 200); its URL."""
+async def answering(body: bytes, status: int = 200) -> AsyncIterator[str]:
+    """A server on 127.0.0.1 that answers every Messages call with ``body``; its URL."""
 
     async def answer(_request: web.Request) -> web.Response:
-        return web.Response(body=body, content_type="application/json")
+        return web.Response(status=status, body=body, content_type="application/json")
 
     app = web.Application()
     app.router.add_post("/v1/messages", answer)

@@ -1,0 +1,157 @@
+"""One Messages API call on a kept-alive connection, with the SDK's retry policy.
+
+The SDK's client builds a request model, merges its URL, headers and options and wraps the
+response in models of its own on every call: more CPU than the rest of a chat turn. Here the
+URL and the headers (authentication, API version, the SDK's identification) are taken from the
+SDK's client once, the body is sent as it was serialized, and the answer comes back as bytes.
+What the SDK decides per call is kept: the same retries (connection errors, timeouts, 408, 409,
+429, 5xx, or what ``x-should-retry`` says), the same waits (``retry-after-ms`` / ``retry-after``,
+else 0.5 s doubling up to 8 s with jitter) and its retry-count header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+INITIAL_RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 8.0
+
+
+class ErrorAnswer(Exception):
+    """The API answered with an error status (after any retries): what the caller maps."""
+
+    def __init__(self, status: int, error_type: str | None, message: str, headers: Mapping[str, str]) -> None:
+        super().__init__(f"{status} {error_type or ''}: {message}")
+        self.status = status
+        self.error_type = error_type
+        self.message = message
+        self.headers = headers
+
+
+class NoAnswer(Exception):
+    """No answer: the connection failed, broke off or timed out (after any retries)."""
+
+    def __init__(self, message: str, *, timed_out: bool) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(value)
+    if parsed is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether an error answer is worth another attempt (the SDK's rule)."""
+    told = headers.get("x-should-retry")
+    if told in ("true", "false"):
+        return told == "true"
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_wait(retries_taken: int, retry_after: float | None) -> float:
+    """Seconds before the next attempt: what the API asked for, else exponential backoff."""
+    if retry_after is not None and retry_after > 0:
+        return min(retry_after, 4_294_967.0)
+    backoff = min(INITIAL_RETRY_DELAY * 2.0 ** min(retries_taken, 1000), MAX_RETRY_DELAY)
+    return backoff * (1 - 0.25 * random.random())
+
+
+def error_of(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorAnswer:
+    """The API's error answer: its ``error.type`` and ``error.message`` when the body is the
+    API's JSON, else the body's text (as the SDK's message says it)."""
+    try:
+        data: Any = json.loads(body)
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        kind = error.get("type")
+        return ErrorAnswer(status, kind if isinstance(kind, str) else None, error["message"], headers)
+    text = body.decode("utf-8", "replace")
+    return ErrorAnswer(status, None, f"Error code: {status} - {text}", headers)
+
+
+class MessagesCall:
+    """POSTs to one endpoint of the API on a session of its own, opened on first use (in the
+    running loop) and closed by :meth:`aclose`."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        max_retries: int,
+        timeout_seconds: float,
+    ) -> None:
+        self._url = url
+        self._headers = dict(headers)
+        self._max_retries = max(0, max_retries)
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, connect=timeout_seconds, sock_connect=timeout_seconds, sock_read=timeout_seconds
+        )
+        self._session: aiohttp.ClientSession | None = None
+
+    async def post(self, body: bytes, headers: Mapping[str, str]) -> bytes:
+        """The 2xx answer's body; raises :class:`ErrorAnswer` for an error answer and
+        :class:`NoAnswer` when none came. Retries as the SDK would, up to ``max_retries``."""
+        retries = 0
+        while True:
+            try:
+                status, answer, got = await self._attempt(body, headers, retries)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                if retries >= self._max_retries:
+                    timed_out = isinstance(exc, TimeoutError)
+                    raise NoAnswer(
+                        "request timed out" if timed_out else f"{type(exc).__name__}: {exc}",
+                        timed_out=timed_out,
+                    ) from exc
+                await asyncio.sleep(retry_wait(retries, None))
+                retries += 1
+                continue
+            if status < 300:
+                return answer
+            if retries >= self._max_retries or not should_retry(status, got):
+                raise error_of(status, answer, got)
+            await asyncio.sleep(retry_wait(retries, parse_retry_after(got)))
+            retries += 1
+
+    async def _attempt(
+        self, body: bytes, headers: Mapping[str, str], retries: int
+    ) -> tuple[int, bytes, Mapping[str, str]]:
+        session = self._session
+        if session is None or session.closed:
+            session = self._session = aiohttp.ClientSession(timeout=self._timeout)
+        sent = {**self._headers, **headers, "x-stainless-retry-count": str(retries)}
+        async with session.post(self._url, data=body, headers=sent) as response:
+            answer = await response.read()
+            return response.status, answer, response.headers
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
