@@ -200,13 +200,15 @@ class AnthropicProvider:
         )
 
     @staticmethod
-    def _params(request: LLMRequest) -> dict[str, Any]:
+    def _params(request: LLMRequest, betas: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The SDK's parameters; ``betas``: :meth:`_betas` when the caller has them already
+        (they scan every message)."""
         params: dict[str, Any] = {"model": request.model, "messages": request.messages}
         if request.system:
             params["system"] = request.system
         if request.tools:
             params["tools"] = request.tools
-        betas = AnthropicProvider._betas(request)
+        betas = AnthropicProvider._betas(request) if betas is None else betas
         if betas:
             params["betas"] = list(betas)
         if request.context_management is not None:
@@ -218,8 +220,8 @@ class AnthropicProvider:
         return betas_for(request.messages, request.betas)
 
     @staticmethod
-    def _call_params(request: LLMRequest) -> dict[str, Any]:
-        params = AnthropicProvider._params(request)
+    def _call_params(request: LLMRequest, betas: tuple[str, ...] | None = None) -> dict[str, Any]:
+        params = AnthropicProvider._params(request, betas)
         params["max_tokens"] = request.max_tokens
         if request.compaction is not None:
             params["compaction"] = request.compaction
@@ -255,9 +257,9 @@ class AnthropicProvider:
         return error
 
     @staticmethod
-    def _body(request: LLMRequest) -> bytes:
+    def _body(request: LLMRequest, betas: tuple[str, ...]) -> bytes:
         """The request body as the API takes it: the SDK's parameters, extra body merged in."""
-        params = AnthropicProvider._call_params(request)
+        params = AnthropicProvider._call_params(request, betas)
         params.pop("betas", None)
         extra = params.pop("extra_body", {})
         return json.dumps({**params, **extra}, ensure_ascii=False).encode()
@@ -271,7 +273,7 @@ class AnthropicProvider:
         # Beta features (context editing, compaction): the same endpoint, with their header.
         headers = {"anthropic-beta": ",".join(betas)} if betas else {}
         try:
-            answer = await self._call.post(self._body(request), headers)
+            answer = await self._call.post(self._body(request, betas), headers)
         except ErrorAnswer as exc:
             raise self._logged(request, call_error(exc)) from exc
         except NoAnswer as exc:
@@ -291,9 +293,10 @@ class AnthropicProvider:
         """
         started = time.monotonic()
         final_usage: Any = None
-        messages: Any = self._client.beta.messages if self._betas(request) else self._client.messages
+        betas = self._betas(request)
+        messages: Any = self._client.beta.messages if betas else self._client.messages
         try:
-            async with messages.stream(**self._call_params(request)) as events:
+            async with messages.stream(**self._call_params(request, betas)) as events:
                 async for event in events:
                     if event.type == "content_block_delta" and event.delta.type == "text_delta":
                         on_text(event.delta.text)

@@ -168,6 +168,13 @@ def _longest_match(model: str, keys: Sequence[str]) -> str | None:
     return max(matches, key=len) if matches else None
 
 
+@functools.lru_cache(maxsize=256)
+def _table_entry(model: str) -> ModelInfo:
+    """The table's entry for ``model`` (a turn asks for it several times; the table is fixed)."""
+    key = _longest_match(model, list(MODELS))
+    return MODELS[key] if key is not None else DEFAULT_MODEL_INFO
+
+
 def _apply_spec(info: ModelInfo, spec: ModelSpec) -> ModelInfo:
     given = spec.model_fields_set
     changes: dict[str, Any] = {"known": True}
@@ -205,8 +212,7 @@ def model_info(
     ``prices`` maps model substrings to (input, output) USD per million tokens (the older
     ``model_prices`` setting). A model neither names is logged once as unknown.
     """
-    key = _longest_match(model, list(MODELS))
-    info = MODELS[key] if key is not None else DEFAULT_MODEL_INFO
+    info = _table_entry(model)
     if overrides:
         spec_key = _longest_match(model, list(overrides))
         if spec_key is not None:
