@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+import httpx2
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
@@ -145,7 +146,11 @@ class MessagesCall:
     ) -> tuple[int, bytes, Mapping[str, str]]:
         session = self._session
         if session is None or session.closed:
-            session = self._session = aiohttp.ClientSession(timeout=self._timeout)
+            # As the SDK's transport: proxies from the environment, its certificate bundle.
+            connector = aiohttp.TCPConnector(ssl=httpx2.create_ssl_context(trust_env=True))
+            session = self._session = aiohttp.ClientSession(
+                timeout=self._timeout, connector=connector, trust_env=True
+            )
         sent = {**self._headers, **headers, "x-stainless-retry-count": str(retries)}
         async with session.post(self._url, data=body, headers=sent) as response:
             answer = await response.read()
