@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import re
+import unicodedata
 
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import text
 
 from agent.types import ChatMessage, SearchFilters
+from gateway.store import search_index
 from gateway.store.repository import Store
-from gateway.store.search_index import INDEX_CHARS
+from gateway.store.search_index import INDEX_CHARS, cjk_index_text
 from tests.store.helpers import new_session
 
 ALL = SearchFilters()
@@ -60,3 +65,27 @@ async def test_a_missing_substring_index_is_reported_in_one_line(store: Store) -
     sid = await new_session(store)
     hit = await store.append_message(sid, ChatMessage.user("getUserProfileById()"))
     assert [h.message_id for h in await store.search("UserProfile", ALL)] == [hit.id]
+
+
+def _cjk_by_scan(text_: str) -> str | None:
+    """``cjk_index_text`` without its shortcut for ASCII text: every text normalized and scanned."""
+    prefix = unicodedata.normalize("NFC", text_[:INDEX_CHARS])
+    tokens: list[str] = []
+    for run in re.findall(f"[{search_index._CJK_CLASS}]+", prefix):
+        tokens += [search_index.CJK_RUN_SEPARATOR, *run]
+    return " ".join(tokens[: search_index.CJK_INDEX_TOKENS]) if tokens else None
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from("ab 1.-\u00e9\u0301\u6570\u636e\u30ab\uc11c\u3000\U00020000"), max_size=40
+    )
+)
+def test_the_cjk_column_is_what_a_full_scan_of_the_text_gives(text_: str) -> None:
+    assert cjk_index_text(text_) == _cjk_by_scan(text_)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_text_has_no_cjk_column(text_: str) -> None:
+    assert cjk_index_text(text_) is None
+    assert _cjk_by_scan(text_) is None
