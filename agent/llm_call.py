@@ -21,6 +21,8 @@ from typing import Any
 
 import aiohttp
 import httpx2
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
@@ -116,6 +118,7 @@ class MessagesCall:
             total=None, connect=timeout_seconds, sock_connect=timeout_seconds, sock_read=timeout_seconds
         )
         self._session: aiohttp.ClientSession | None = None
+        self._proxy: tuple[URL, aiohttp.BasicAuth | None] | None = None
 
     async def post(self, body: bytes, headers: Mapping[str, str]) -> bytes:
         """The 2xx answer's body; raises :class:`ErrorAnswer` for an error answer and
@@ -146,13 +149,20 @@ class MessagesCall:
     ) -> tuple[int, bytes, Mapping[str, str]]:
         session = self._session
         if session is None or session.closed:
-            # As the SDK's transport: proxies from the environment, its certificate bundle.
+            # As the SDK's transport: its certificate bundle, and a proxy from the environment,
+            # looked up once here (aiohttp's trust_env reads the whole environment and ~/.netrc
+            # again on every request: an eighth of a turn's CPU).
             connector = aiohttp.TCPConnector(ssl=httpx2.create_ssl_context(trust_env=True))
-            session = self._session = aiohttp.ClientSession(
-                timeout=self._timeout, connector=connector, trust_env=True
-            )
+            session = self._session = aiohttp.ClientSession(timeout=self._timeout, connector=connector)
+            try:
+                self._proxy = get_env_proxy_for_url(URL(self._url))
+            except LookupError:
+                self._proxy = None
+        proxy, proxy_auth = self._proxy or (None, None)
         sent = {**self._headers, **headers, "x-stainless-retry-count": str(retries)}
-        async with session.post(self._url, data=body, headers=sent) as response:
+        async with session.post(
+            self._url, data=body, headers=sent, proxy=proxy, proxy_auth=proxy_auth
+        ) as response:
             answer = await response.read()
             return response.status, answer, response.headers
 

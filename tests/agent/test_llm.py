@@ -367,6 +367,40 @@ async def test_a_200_that_is_not_a_message_is_an_llm_error(
             await make_provider(base_url=url).create(request(max_tokens=10))
 
 
+MESSAGE_BODY = (
+    b'{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",'
+    b' "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",'
+    b' "usage": {"input_tokens": 3, "output_tokens": 1}}'
+)
+
+
+async def test_a_proxy_named_in_the_environment_carries_the_call(
+    make_provider: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    async def forward(request: web.Request) -> web.Response:
+        seen.append(str(request.url))  # a proxy gets the absolute URL of the request it carries
+        return web.Response(body=MESSAGE_BODY, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", forward)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{runner.addresses[0][1]}")
+        # A host that resolves nowhere: only the proxy can answer.
+        provider = make_provider(base_url="http://api.anthropic.invalid")
+        response = await provider.create(request(max_tokens=10))
+    finally:
+        await runner.cleanup()
+    assert response.stop_reason == "end_turn"
+    assert seen == ["http://api.anthropic.invalid/v1/messages"]
+
+
 async def test_null_fields_of_a_reply_block_are_not_stored(make_provider: Factory) -> None:
     body = (
         b'{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",'
