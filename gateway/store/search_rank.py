@@ -71,12 +71,6 @@ def _words(text: str) -> tuple[bytes, bytes]:
     return _utf8(text), _utf8(f" {spaced} ")
 
 
-def _word_count(single: bytes) -> int:
-    """Words in a :func:`_words` text, as runs of separators (a run of three or more counts a
-    little over one, which a length norm does not feel)."""
-    return max(single.count(b" ") - single.count(b"  ") - 1, 1)
-
-
 @dataclass(frozen=True, slots=True)
 class _Needle:
     """What to count for a term, UTF-8: ``text`` in the folded message (``cjk``) or in its
@@ -98,23 +92,28 @@ def _needle(literal: str, *, prefix: bool, cjk: bool, phrases: bool) -> _Needle:
 
 
 def _counts(text: str, needles: Sequence[_Needle]) -> tuple[list[int], int]:
-    """How often each needle occurs in ``text`` (as read, unfolded), and its length in words.
+    """How often each needle occurs in ``text`` (as read, unfolded), and its length in words,
+    counted as runs of separators (a run of three or more counts a little over one, which a
+    length norm does not feel).
 
     A word's needle ``" ko "`` overlaps itself only on a space, so a plain count misses an
     occurrence exactly when two stand one space apart (``twice`` is in the text); only then
     are the spaces doubled. A prefix's ``" ko"`` cannot overlap itself.
     """
-    whole, single = _words(text)
+    if text.isascii():  # most messages: no folded copy needed (a CJK term is never ASCII)
+        whole, single = b"", b" " + text.encode("ascii").translate(_ASCII_WORDS) + b" "
+    else:
+        whole, single = _words(text)
     out: list[int] = []
     for n in needles:
         if n.cjk:
             out.append(whole.count(n.text))
-            continue
-        found = single.count(n.text)
-        if found and n.twice and n.twice in single:
-            found = single.replace(b" ", b"  ").count(n.text)
-        out.append(found)
-    return out, _word_count(single)
+        elif (found := single.count(n.text)) and n.twice and n.twice in single:
+            out.append(single.replace(b" ", b"  ").count(n.text))
+        else:
+            out.append(found)
+    words = single.count(b" ") - single.count(b"  ") - 1
+    return out, words if words > 1 else 1
 
 
 def _phrase_counts(text: str, needles: Sequence[_Needle]) -> tuple[list[int], int]:
@@ -142,7 +141,8 @@ def rank(candidates: Sequence[Candidate], parsed: ParsedQuery) -> list[tuple[int
     tallies: list[tuple[int, list[int], float, float]] = []
     for c in candidates:
         found, words = count(c.text, needles)
-        scale = c.chars / len(c.text) if c.chars > len(c.text) > 0 else 1.0
+        chars = len(c.text)
+        scale = c.chars / chars if c.chars > chars > 0 else 1.0
         tallies.append((c.id, found, scale, max(words * scale, 1.0)))
     avg = sum([t[3] for t in tallies]) / len(tallies)
     k1b = K1 + 1
@@ -151,7 +151,9 @@ def rank(candidates: Sequence[Candidate], parsed: ParsedQuery) -> list[tuple[int
         norm = K1 * (1 - B + B * length / avg)
         score = 0.0
         for n in found:
-            tf = max(1.0, n * scale)
+            tf = n * scale
+            if tf < 1.0:  # the index matched it: at least once
+                tf = 1.0
             score += tf * k1b / (tf + norm)
         scored.append((-score, -cid))
     scored.sort()

@@ -19,6 +19,7 @@ read are about the matches found.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -124,7 +125,7 @@ def find(
         found = [Found(int(r[0]), 0.0, False) for r in newest(conn, sql, words, need, below=None, top=top)]
     else:
         rows = newest(conn, sql, scored, window, below=None, top=top)
-        candidates = [Candidate(int(r[0]), str(r[1] or ""), int(r[2] or 0)) for r in rows]
+        candidates = list(itertools.starmap(Candidate, rows))  # (id, text, length): SCORED
         found = [Found(cid, score, False) for cid, score in rank(candidates, parsed)[:need]]
         if len(candidates) == window:  # more matches than were ranked: the older ones follow
             oldest = min(c.id for c in candidates)
