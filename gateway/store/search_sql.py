@@ -99,7 +99,7 @@ class Shape:
         )
 
 
-def filter_params(filters: SearchFilters) -> dict[str, Any]:
+def _filter_params(filters: SearchFilters) -> dict[str, Any]:
     """The values :func:`visible` leaves to bound parameters."""
     values = {
         "f_platform": filters.platform,
@@ -114,7 +114,7 @@ def filter_params(filters: SearchFilters) -> dict[str, Any]:
 
 
 def visible(shape: Shape) -> list[ColumnElement[bool]]:
-    """The rows a search may show, given which filters it has (values: :func:`filter_params`)."""
+    """The rows a search may show, given which filters it has (values: :func:`_filter_params`)."""
     # Rows retired by a restore (neither active nor archived) are never shown. A pruned copy
     # (a compaction's non-summary product) repeats part of the original it replaced, which that
     # compaction archived: only the active view shows the copy, every other view the original.
@@ -196,7 +196,7 @@ def _bound(stmt: Select[Any], bounds: tuple[bool, bool], id_column: ColumnElemen
 
 
 def _params(filters: SearchFilters, ids: IdRange, limit: int, **values: Any) -> dict[str, Any]:
-    return {**values, **filter_params(filters), **ids.params(), "limit": limit}
+    return {**values, **_filter_params(filters), **ids.params(), "limit": limit}
 
 
 EVERY_ID = IdRange()
