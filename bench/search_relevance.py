@@ -44,12 +44,15 @@ console = Console(width=150)
 
 def reference(conn: Connection, query: str) -> tuple[list[int], int]:
     """FTS5's BM25 top :data:`TOP` over every words-tier match, and how many matches there are."""
-    stmt = SqliteSearch().words(parse(query), SearchFilters(), EVERY_ID, limit=10**9)
-    if stmt is None:
+    words = SqliteSearch().words(parse(query), SearchFilters(), EVERY_ID, limit=10**9)
+    if words is None:
         return [], 0
-    count = conn.execute(select(func.count()).select_from(stmt.order_by(None).subquery())).scalar_one()
+    stmt, params = words.statement, words.params
+    count = conn.execute(
+        select(func.count()).select_from(stmt.order_by(None).subquery()), params
+    ).scalar_one()
     ranked = stmt.order_by(None).order_by(text("bm25(messages_fts)"), text("messages_fts.rowid DESC"))
-    return [int(r[0]) for r in conn.execute(ranked.limit(TOP))], int(count)
+    return [int(r[0]) for r in conn.execute(ranked, {**params, "limit": TOP})], int(count)
 
 
 async def ours(store: Store, query: str, window: int, runs: int) -> tuple[list[int], float]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, RowMapping, func, select, text
+from sqlalchemy import Connection, RowMapping, bindparam, func, select, text
 
 from agent.types import SearchFilters, SearchHit, SearchSort
 from gateway.store.base import Repo, chunks
@@ -44,12 +44,14 @@ _HIT_COLUMNS = (
     messages.c.compaction_id,
     func.substr(messages.c.text, 1, INDEX_CHARS).label("quoted"),  # what a snippet may quote
 )
+_HITS = select(*_HIT_COLUMNS).where(messages.c.id.in_(bindparam("ids", expanding=True)))
+"""The rows of a page's hits: built once (its cache key too), run with each page's ids."""
 
 
 def _read_hits(conn: Connection, page: Sequence[Found], parsed: ParsedQuery) -> list[SearchHit]:
     rows: dict[int, RowMapping] = {}
     for part in chunks([f.id for f in page]):
-        result = conn.execute(select(*_HIT_COLUMNS).where(messages.c.id.in_(part)))
+        result = conn.execute(_HITS, {"ids": part})
         rows.update((int(row["id"]), row) for row in result.mappings())
     return [
         SearchHit(

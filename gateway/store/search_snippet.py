@@ -15,7 +15,7 @@ import bisect
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from agent.types import HIT_END, HIT_START
 from gateway.store.search_query import ParsedQuery, Term
@@ -71,13 +71,69 @@ def _pattern(terms: tuple[Term, ...], substring: bool) -> re.Pattern[str] | None
     return re.compile("|".join(f"(?:{term_pattern(t, substring=substring)})" for t in terms))
 
 
+@functools.lru_cache(maxsize=256)
+def _leads(terms: tuple[Term, ...]) -> tuple[str, ...]:
+    """What each term's match begins with, folded: its first word."""
+    return tuple(folded(t.tokens[0]) for t in terms)
+
+
+_SHORT = 256
+"""Text left to search below which the pattern alone is cheaper than finding the leads first."""
+_MISSES = 8
+"""Places where a lead stands but no match does (``ko`` in ``kokoro``) before the pattern is
+left to find the rest itself: past a few, trying each costs more than the regex's own scan."""
+
+
+def _matches(
+    pattern: re.Pattern[str], leads: tuple[str, ...], folded: str, start: int, stop: int
+) -> Iterator[re.Match[str]]:
+    """The matches beginning between ``start`` and ``stop`` of ``folded``, in order and not
+    overlapping, as ``pattern.finditer(folded, start)`` gives them.
+
+    The pattern's lookarounds keep the regex engine from skipping ahead: it tries every position
+    (~20 ns a character), and past the last match it reads on to the end of the text. A match
+    can only begin where a term's first word (its lead) does, and finding that is a string
+    search in C: the pattern is tried at those places only, and none is looked for past ``stop``.
+    """
+    if not all(leads) or len(folded) - start < _SHORT:  # a lead to find first, and text worth it
+        yield from _every(pattern, folded, start, stop)
+        return
+    # Where each lead is next, at or after the last place tried (-1: nowhere before ``stop``);
+    # a lead beginning before ``stop`` ends before ``stop + len(lead)``.
+    ends = [stop + len(lead) - 1 for lead in leads]
+    nexts = [folded.find(lead, start, end) for lead, end in zip(leads, ends, strict=True)]
+    misses = 0
+    while live := [i for i in nexts if i >= 0]:
+        at = min(live)
+        found = pattern.match(folded, at)  # its lookbehind still sees what is before ``at``
+        if found is not None:
+            yield found
+        elif (misses := misses + 1) > _MISSES:
+            yield from _every(pattern, folded, at + 1, stop)
+            return
+        resume = at + 1 if found is None else found.end()
+        nexts = [
+            i if i < 0 or i >= resume else folded.find(lead, resume, end)
+            for i, lead, end in zip(nexts, leads, ends, strict=True)
+        ]
+
+
+def _every(pattern: re.Pattern[str], folded: str, start: int, stop: int) -> Iterator[re.Match[str]]:
+    """:func:`_matches` by the pattern alone, tried at every position."""
+    for found in pattern.finditer(folded, start):
+        if found.start() >= stop:
+            return
+        yield found
+
+
 def match_spans(text: str, terms: Iterable[Term], *, substring: bool = False) -> list[tuple[int, int]]:
     """Where the terms occur in ``text``: sorted, non-overlapping ``(start, stop)`` spans."""
-    pattern = _pattern(tuple(terms), substring)
+    terms = tuple(terms)
+    pattern = _pattern(terms, substring)
     if pattern is None:
         return []
     folded, where = _folded_with_map(text)
-    return _spans(pattern, folded, where, 0, len(text))
+    return _spans(pattern, _leads(terms), folded, where, 0, len(text))
 
 
 def _folded_with_map(text: str) -> tuple[str, list[int] | None]:
@@ -91,16 +147,19 @@ def _folded_with_map(text: str) -> tuple[str, list[int] | None]:
 
 
 def _spans(
-    pattern: re.Pattern[str], folded: str, where: list[int] | None, start: int, stop: int
+    pattern: re.Pattern[str],
+    leads: tuple[str, ...],
+    folded: str,
+    where: list[int] | None,
+    start: int,
+    stop: int,
 ) -> list[tuple[int, int]]:
     """The matches beginning between ``start`` and ``stop`` of the text, as text spans (lookbehinds
     still see what is before ``start``)."""
     if where is not None:  # the map never decreases: text bounds to folded ones by bisection
         start, stop = bisect.bisect_left(where, start), bisect.bisect_left(where, stop)
     spans: list[tuple[int, int]] = []
-    for found in pattern.finditer(folded, start):
-        if found.start() >= stop:
-            break
+    for found in _matches(pattern, leads, folded, start, stop):
         if found.end() > found.start():
             a, b = found.span()
             spans.append((a, b) if where is None else (where[a], where[b - 1] + 1))
@@ -122,12 +181,13 @@ def make_snippet(text: str, parsed: ParsedQuery, *, substring: bool = False) -> 
     """A window of ``text`` around its first match, matches marked, whitespace collapsed."""
     text = text.replace(HIT_START, "\ufffd").replace(HIT_END, "\ufffd")
     pattern = _pattern(parsed.positive, substring)
+    leads = _leads(parsed.positive)
     folded, where = _folded_with_map(text)
-    found = pattern.search(folded) if pattern is not None else None
+    found = None if pattern is None else next(_matches(pattern, leads, folded, 0, len(folded)), None)
     first = 0 if found is None else found.start() if where is None else where[found.start()]
     start, stop = _cut(text, max(0, first - _LEAD), max(0, first - _LEAD) + SNIPPET_CHARS)
     # Only the matches the window shows: a long message is not searched to its end.
-    spans = [] if pattern is None else _spans(pattern, folded, where, start, stop)
+    spans = [] if pattern is None else _spans(pattern, leads, folded, where, start, stop)
     out: list[str] = ["… "] if start > 0 else []
     at = start
     for a, b in spans:

@@ -3,7 +3,10 @@
 Each statement finds ids newest first, with a LIMIT, so it stops early;
 :mod:`gateway.store.search_ops` ranks, orders the tiers, pages, and reads the few hits
 it shows afterwards. Every query value is a bound
-parameter produced by :mod:`gateway.store.search_query` (quoted letters and digits).
+parameter produced by :mod:`gateway.store.search_query` (quoted letters and digits), handed
+over beside its statement (:class:`Query`). SQLite's statements hold no value at all, so one
+is built once per shape (which filters, which id bounds, which checks) and reused: building a
+statement and its cache key cost more than running it for a rare word.
 
 SQLite: ``messages_fts`` (FTS5 ``unicode61``; columns ``text`` and ``cjk``) and
 ``messages_fts_trgm`` (FTS5 ``trigram``), both over the view ``messages_fts_source``.
@@ -13,13 +16,18 @@ and ``left(text, INDEX_CHARS)`` with ``pg_trgm``, each with its GIN index.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import (
     ColumnElement,
+    Connection,
     Integer,
+    Row,
     Select,
+    Text,
     bindparam,
     column,
     false,
@@ -39,7 +47,6 @@ from gateway.store.models import messages, sessions
 from gateway.store.search_index import INDEX_CHARS
 from gateway.store.search_query import (
     ParsedQuery,
-    SubstringCheck,
     Term,
     fts5_all,
     fts5_any,
@@ -54,43 +61,95 @@ from gateway.store.search_query import (
 from gateway.store.search_rank import SCORE_CHARS
 
 
-def visible(filters: SearchFilters) -> list[ColumnElement[bool]]:
-    """The rows a search may show, given its filters."""
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A statement and the values of its parameters."""
+
+    statement: Select[Any]
+    params: dict[str, Any]
+
+    def rows(self, conn: Connection) -> Sequence[Row[Any]]:
+        return conn.execute(self.statement, self.params).all()
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Which of a search's filters are set (and its state): all a statement's text depends on."""
+
+    platform: bool
+    chat_id: bool
+    session_id: bool
+    user_id: bool
+    since: bool
+    until: bool
+    before_id: bool
+    state: str
+
+    @classmethod
+    def of(cls, filters: SearchFilters) -> Shape:
+        return cls(
+            platform=filters.platform is not None,
+            chat_id=filters.chat_id is not None,
+            session_id=filters.session_id is not None,
+            user_id=filters.user_id is not None,
+            since=filters.since is not None,
+            until=filters.until is not None,
+            before_id=filters.before_id is not None,
+            state=filters.state,
+        )
+
+
+def _filter_params(filters: SearchFilters) -> dict[str, Any]:
+    """The values :func:`visible` leaves to bound parameters."""
+    values = {
+        "f_platform": filters.platform,
+        "f_chat_id": filters.chat_id,
+        "f_session_id": filters.session_id,
+        "f_user_id": filters.user_id,
+        "f_since": filters.since,
+        "f_until": filters.until,
+        "f_before_id": filters.before_id,
+    }
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def visible(shape: Shape) -> list[ColumnElement[bool]]:
+    """The rows a search may show, given which filters it has (values: :func:`_filter_params`)."""
     # Rows retired by a restore (neither active nor archived) are never shown. A pruned copy
     # (a compaction's non-summary product) repeats part of the original it replaced, which that
     # compaction archived: only the active view shows the copy, every other view the original.
     conditions: list[ColumnElement[bool]] = [or_(messages.c.active, messages.c.compacted)]
-    if filters.state != "active":
+    if shape.state != "active":
         conditions.append(or_(messages.c.produced_by.is_(None), messages.c.kind == "summary"))
-    if filters.platform is not None:
-        conditions.append(sessions.c.platform == filters.platform)
-    if filters.chat_id is not None:
-        conditions.append(sessions.c.chat_id == filters.chat_id)
-    if filters.session_id is not None:
-        conditions.append(messages.c.session_id == filters.session_id)
-    if filters.user_id is not None:
-        conditions.append(messages.c.author_id == filters.user_id)
-    if filters.since is not None:
-        conditions.append(messages.c.created_at >= filters.since)
-    if filters.until is not None:
-        conditions.append(messages.c.created_at < filters.until)
-    if filters.before_id is not None:
-        conditions.append(messages.c.id < filters.before_id)
-    if filters.state == "active":
+    if shape.platform:
+        conditions.append(sessions.c.platform == bindparam("f_platform"))
+    if shape.chat_id:
+        conditions.append(sessions.c.chat_id == bindparam("f_chat_id"))
+    if shape.session_id:
+        conditions.append(messages.c.session_id == bindparam("f_session_id"))
+    if shape.user_id:
+        conditions.append(messages.c.author_id == bindparam("f_user_id"))
+    if shape.since:
+        conditions.append(messages.c.created_at >= bindparam("f_since"))
+    if shape.until:
+        conditions.append(messages.c.created_at < bindparam("f_until"))
+    if shape.before_id:
+        conditions.append(messages.c.id < bindparam("f_before_id"))
+    if shape.state == "active":
         conditions.append(messages.c.active.is_(True))
-    elif filters.state == "archived":
+    elif shape.state == "archived":
         conditions.append(messages.c.active.is_(False))
     return conditions
 
 
-def _with_sessions(stmt: Select[Any], filters: SearchFilters) -> Select[Any]:
-    if filters.platform is None and filters.chat_id is None:
+def _with_sessions(stmt: Select[Any], shape: Shape) -> Select[Any]:
+    if not shape.platform and not shape.chat_id:
         return stmt
     return stmt.join(sessions, sessions.c.id == messages.c.session_id)
 
 
-def _newest_first(stmt: Select[Any], order_by: ColumnElement[Any], limit: int) -> Select[Any]:
-    return stmt.order_by(order_by.desc()).limit(limit)
+def _newest_first(stmt: Select[Any], order_by: ColumnElement[Any]) -> Select[Any]:
+    return stmt.order_by(order_by.desc()).limit(bindparam("limit", type_=Integer))
 
 
 SCORED: tuple[ColumnElement[Any], ...] = (
@@ -118,12 +177,26 @@ class IdRange:
     below: int | None = None
     scan: bool = False
 
-    def bound(self, stmt: Select[Any], id_column: ColumnElement[Any]) -> Select[Any]:
-        if self.above is not None:
-            stmt = stmt.where(id_column > self.above)
-        if self.below is not None:
-            stmt = stmt.where(id_column < self.below)
-        return stmt
+    @property
+    def bounds(self) -> tuple[bool, bool]:
+        """Which bounds are set: all the statement's text depends on."""
+        return self.above is not None, self.below is not None
+
+    def params(self) -> dict[str, int]:
+        return {name: v for name, v in (("above", self.above), ("below", self.below)) if v is not None}
+
+
+def _bound(stmt: Select[Any], bounds: tuple[bool, bool], id_column: ColumnElement[Any]) -> Select[Any]:
+    above, below = bounds
+    if above:
+        stmt = stmt.where(id_column > bindparam("above", type_=Integer))
+    if below:
+        stmt = stmt.where(id_column < bindparam("below", type_=Integer))
+    return stmt
+
+
+def _params(filters: SearchFilters, ids: IdRange, limit: int, **values: Any) -> dict[str, Any]:
+    return {**values, **_filter_params(filters), **ids.params(), "limit": limit}
 
 
 EVERY_ID = IdRange()
@@ -138,13 +211,13 @@ class SearchSql(Protocol):
 
     def words(
         self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int, scored: bool = False
-    ) -> Select[Any] | None:
+    ) -> Query | None:
         """``(id,)`` of words-tier hits; ``scored``: ``(id, text, length)``, what relevance scores
         (:data:`SCORED`)."""
 
     def substrings(
         self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
-    ) -> Select[Any] | None:
+    ) -> Query | None:
         """``(id,)`` of substring-tier hits that are not words-tier hits."""
 
 
@@ -156,12 +229,12 @@ _INDEXED: ColumnElement[Any] = func.substr(messages.c.text, 1, INDEX_CHARS)
 """The part of a message the trigram table indexed: where a substring candidate is checked."""
 
 
-def _match(name: str, param: str, value: str) -> TextClause:
-    return text(f"{name} MATCH :{param}").bindparams(bindparam(param, value))
+def _match(name: str, param: str) -> TextClause:
+    return text(f"{name} MATCH :{param}")
 
 
-def _fts_rowids(param: str, value: str) -> Select[Any]:
-    return select(_FTS.c.rowid).where(_match("messages_fts", param, value))
+def _fts_rowids(param: str) -> Select[Any]:
+    return select(_FTS.c.rowid).where(_match("messages_fts", param))
 
 
 class SqliteSearch:
@@ -171,37 +244,70 @@ class SqliteSearch:
 
     def words(
         self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int, scored: bool = False
-    ) -> Select[Any] | None:
+    ) -> Query | None:
         match = to_fts5(parsed)
         if match is None:
             return None
-        stmt = select(*_columns(scored)).select_from(_FTS.join(messages, messages.c.id == _FTS.c.rowid))
-        stmt = _with_sessions(stmt, filters).where(_match("messages_fts", "words", match), *visible(filters))
-        return _newest_first(ids.bound(stmt, _FTS.c.rowid), _FTS.c.rowid, limit)
+        stmt = _sqlite_words(scored, Shape.of(filters), ids.bounds)
+        return Query(stmt, _params(filters, ids, limit, words=match))
 
     def substrings(
         self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
-    ) -> Select[Any] | None:
+    ) -> Query | None:
         match = fts5_substrings(parsed)
         if match is None:
             return None
-        stmt = select(messages.c.id).select_from(_TRGM.join(messages, messages.c.id == _TRGM.c.rowid))
         must, must_not = substring_checks(parsed)
-        stmt = _with_sessions(stmt, filters).where(
-            _match("messages_fts_trgm", "substrings", match),
-            *(_holds(c, f"has{i}") for i, c in enumerate(must)),
-            *(not_(_holds(c, f"lacks{i}")) for i, c in enumerate(must_not)),
-            *visible(filters),
-        )
         required = fts5_all(tuple(t for t in parsed.positive if not t.substring))
+        stmt = _sqlite_substrings(
+            tuple(c.operator for c in must),
+            tuple(c.operator for c in must_not),
+            required is not None,
+            Shape.of(filters),
+            ids.bounds,
+        )
+        values: dict[str, Any] = {
+            "substrings": match,
+            "found": _substring_exclusions(parsed),
+            **{f"has{i}": c.pattern for i, c in enumerate(must)},
+            **{f"lacks{i}": c.pattern for i, c in enumerate(must_not)},
+        }
         if required is not None:
-            stmt = stmt.where(messages.c.id.in_(_fts_rowids("required", required)))
-        stmt = stmt.where(messages.c.id.not_in(_fts_rowids("found", _substring_exclusions(parsed))))
-        return _newest_first(ids.bound(stmt, _TRGM.c.rowid), _TRGM.c.rowid, limit)
+            values["required"] = required
+        return Query(stmt, _params(filters, ids, limit, **values))
 
 
-def _holds(check: SubstringCheck, param: str) -> ColumnElement[bool]:
-    return _INDEXED.op(check.operator, is_comparison=True)(bindparam(param, check.pattern))
+_SHAPES = 256
+"""Statements kept per kind: far more than the filter combinations in use."""
+
+
+@functools.lru_cache(maxsize=_SHAPES)
+def _sqlite_words(scored: bool, shape: Shape, bounds: tuple[bool, bool]) -> Select[Any]:
+    stmt = select(*_columns(scored)).select_from(_FTS.join(messages, messages.c.id == _FTS.c.rowid))
+    stmt = _with_sessions(stmt, shape).where(_match("messages_fts", "words"), *visible(shape))
+    return _newest_first(_bound(stmt, bounds, _FTS.c.rowid), _FTS.c.rowid)
+
+
+@functools.lru_cache(maxsize=_SHAPES)
+def _sqlite_substrings(
+    must: tuple[str, ...], must_not: tuple[str, ...], required: bool, shape: Shape, bounds: tuple[bool, bool]
+) -> Select[Any]:
+    """``must``/``must_not``: the operator of each check (:class:`SubstringCheck`)."""
+    stmt = select(messages.c.id).select_from(_TRGM.join(messages, messages.c.id == _TRGM.c.rowid))
+    stmt = _with_sessions(stmt, shape).where(
+        _match("messages_fts_trgm", "substrings"),
+        *(_holds(op, f"has{i}") for i, op in enumerate(must)),
+        *(not_(_holds(op, f"lacks{i}")) for i, op in enumerate(must_not)),
+        *visible(shape),
+    )
+    if required:
+        stmt = stmt.where(messages.c.id.in_(_fts_rowids("required")))
+    stmt = stmt.where(messages.c.id.not_in(_fts_rowids("found")))
+    return _newest_first(_bound(stmt, bounds, _TRGM.c.rowid), _TRGM.c.rowid)
+
+
+def _holds(operator: str, param: str) -> ColumnElement[bool]:
+    return _INDEXED.op(operator, is_comparison=True)(bindparam(param, type_=Text))
 
 
 def _substring_exclusions(parsed: ParsedQuery) -> str:
@@ -279,17 +385,21 @@ class PostgresSearch:
 
     def words(
         self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int, scored: bool = False
-    ) -> Select[Any] | None:
+    ) -> Query | None:
         conditions = _tier1(parsed)
         if conditions is None:
             return None
-        stmt = _with_sessions(select(*_columns(scored)), filters)
-        stmt = stmt.where(*_unindexed(conditions, ids), *visible(filters))
-        return _newest_first(ids.bound(stmt, messages.c.id), messages.c.id, limit)
+        shape = Shape.of(filters)
+        stmt = _with_sessions(select(*_columns(scored)), shape)
+        stmt = stmt.where(*_unindexed(conditions, ids), *visible(shape))
+        return Query(
+            _newest_first(_bound(stmt, ids.bounds, messages.c.id), messages.c.id),
+            _params(filters, ids, limit),
+        )
 
     def substrings(
         self, parsed: ParsedQuery, filters: SearchFilters, ids: IdRange, *, limit: int
-    ) -> Select[Any] | None:
+    ) -> Query | None:
         if not parsed.has_substrings:
             return None
         conditions: list[ColumnElement[bool]] = []
@@ -305,7 +415,11 @@ class PostgresSearch:
         short = tuple(t for t in parsed.negative if not t.substring)
         conditions += _none_of(_TSV, "nsw", ts_any(short, cjk=False))
         conditions += _none_of(_CJK_TSV, "nsc", ts_any(short, cjk=True))
-        stmt = _with_sessions(select(messages.c.id), filters).where(
-            *_unindexed(conditions, ids), *visible(filters)
+        shape = Shape.of(filters)
+        stmt = _with_sessions(select(messages.c.id), shape).where(
+            *_unindexed(conditions, ids), *visible(shape)
         )
-        return _newest_first(ids.bound(stmt, messages.c.id), messages.c.id, limit)
+        return Query(
+            _newest_first(_bound(stmt, ids.bounds, messages.c.id), messages.c.id),
+            _params(filters, ids, limit),
+        )

@@ -19,17 +19,18 @@ read are about the matches found.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select
+from sqlalchemy import Connection
 
 from agent.types import SearchFilters, SearchSort
 from gateway.store.search_query import ParsedQuery
 from gateway.store.search_rank import Candidate, rank
-from gateway.store.search_sql import IdRange, SearchSql
+from gateway.store.search_sql import IdRange, Query, SearchSql
 
 FIRST_SPAN = 4
 """The first id range PostgreSQL looks in holds this many ids per hit wanted (at least
@@ -53,7 +54,7 @@ class Found:
     substring: bool  # found by the substring tier only
 
 
-Statement = Callable[[IdRange, int], Select[Any] | None]
+Statement = Callable[[IdRange, int], Query | None]
 """A statement for the ids in a range, newest first, with a limit."""
 
 
@@ -73,8 +74,8 @@ def newest(
     if need <= 0:
         return []
     if not sql.scan_by_ranges:
-        stmt = statement(IdRange(below=below), need)
-        return [] if stmt is None else conn.execute(stmt).all()
+        query = statement(IdRange(below=below), need)
+        return [] if query is None else query.rows(conn)
     high = top + 1 if below is None else below
     span = first_span or max(FIRST_SPAN * need, MIN_FIRST_SPAN)
     found: list[Sequence[Any]] = []
@@ -83,9 +84,9 @@ def newest(
         low = max(high - span, 0)
         rows = (
             []
-            if (stmt := statement(IdRange(above=low or None, below=high, scan=scan), need - len(found)))
+            if (query := statement(IdRange(above=low or None, below=high, scan=scan), need - len(found)))
             is None
-            else conn.execute(stmt).all()
+            else query.rows(conn)
         )
         found += rows
         density = len(rows) / max(high - 1 - low, 1)
@@ -112,10 +113,10 @@ def find(
 ) -> list[Found]:
     """The first ``need`` hits, in order (``top``: the highest id, for the ranges)."""
 
-    def words(ids: IdRange, limit: int) -> Select[Any] | None:
+    def words(ids: IdRange, limit: int) -> Query | None:
         return sql.words(parsed, filters, ids, limit=limit)
 
-    def scored(ids: IdRange, limit: int) -> Select[Any] | None:
+    def scored(ids: IdRange, limit: int) -> Query | None:
         # The ranked rows carry what they are scored on: no second read of the same rows.
         return sql.words(parsed, filters, ids, limit=limit, scored=True)
 
@@ -124,7 +125,7 @@ def find(
         found = [Found(int(r[0]), 0.0, False) for r in newest(conn, sql, words, need, below=None, top=top)]
     else:
         rows = newest(conn, sql, scored, window, below=None, top=top)
-        candidates = [Candidate(int(r[0]), str(r[1] or ""), int(r[2] or 0)) for r in rows]
+        candidates = list(itertools.starmap(Candidate, rows))  # (id, text, length): SCORED
         found = [Found(cid, score, False) for cid, score in rank(candidates, parsed)[:need]]
         if len(candidates) == window:  # more matches than were ranked: the older ones follow
             oldest = min(c.id for c in candidates)
@@ -132,7 +133,7 @@ def find(
             found += [Found(int(r[0]), 0.0, False) for r in older]
     if len(found) < need:
 
-        def substrings(ids: IdRange, limit: int) -> Select[Any] | None:
+        def substrings(ids: IdRange, limit: int) -> Query | None:
             return sql.substrings(parsed, filters, ids, limit=limit)
 
         more = newest(conn, sql, substrings, need - len(found), below=None, top=top)

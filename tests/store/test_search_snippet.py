@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import re
+from unittest import mock
+
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.types import HIT_END, HIT_START, snippet_parts
+from gateway.store import search_snippet
 from gateway.store.search_query import parse
-from gateway.store.search_snippet import SNIPPET_CHARS, fold, make_snippet
+from gateway.store.search_snippet import SNIPPET_CHARS, fold, make_snippet, match_spans, term_pattern
 
 
 def marked(snippet: str) -> list[str]:
@@ -52,3 +56,70 @@ def test_markers_come_in_pairs_and_only_from_the_snippet_builder(text: str, quer
     assert "".join(p for p, _ in parts).replace("… ", "").replace(" …", "") in " ".join(
         text.replace(HIT_START, "\ufffd").replace(HIT_END, "\ufffd").split()
     )
+
+
+def test_a_match_that_begins_just_before_the_window_ends_is_marked_up_to_the_cut() -> None:
+    text = "ko" + "_" * 157 + "ko" + "_" * 300  # no space to move the cut onto: it falls inside "ko"
+    assert marked(make_snippet(text, parse("ko"))) == ["ko", "k"]
+
+
+# ---- the matches are looked for where a term's first word is, not at every position ---------
+
+_WORDS = [
+    "ko",
+    "Ko",
+    "kó",
+    "saiko",
+    "kokoro",
+    "red",
+    "car",
+    "Straße",
+    "strasse",
+    "数据库",
+    "getUserProfile",
+    "aaa",
+]
+_GLUE = [" ", "  ", ", ", " - ", "_", "\n", "...", "、"]
+_texts = st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_GLUE)), min_size=40, max_size=150).map(
+    lambda parts: "".join(w + g for w, g in parts)
+)
+_queries = st.lists(
+    st.tuples(
+        st.sampled_from(["ko", "red", "car", "strasse", "数据", "userprofile", "sai", "aa"]),
+        st.integers(0, 2),
+    ),
+    min_size=1,
+    max_size=3,
+).map(lambda terms: " ".join([w, w + "*", f'"red {w}"'][form] for w, form in terms))
+
+
+def _every_match(text: str, query: str, substring: bool) -> list[tuple[int, int]]:
+    """The spans a plain ``finditer`` over every position finds (how snippets first looked)."""
+    terms = parse(query).positive
+    pattern = re.compile("|".join(f"(?:{term_pattern(t, substring=substring)})" for t in terms))
+    folded, where = fold(text)
+    where.append(len(text))
+    return [
+        (where[m.start()], where[m.end() - 1] + 1) for m in pattern.finditer(folded) if m.end() > m.start()
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_texts, _queries, st.booleans())
+def test_the_matches_found_from_the_terms_first_words_are_every_match(
+    text: str, query: str, substring: bool
+) -> None:
+    assert match_spans(text, parse(query).positive, substring=substring) == _every_match(
+        text, query, substring
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_texts, _queries, st.booleans())
+def test_a_snippet_is_the_one_cut_when_the_pattern_is_tried_at_every_position(
+    text: str, query: str, substring: bool
+) -> None:
+    parsed = parse(query)
+    fast = make_snippet(text, parsed, substring=substring)
+    with mock.patch.object(search_snippet, "_leads", lambda terms: ("",)):  # no lead: every position
+        assert make_snippet(text, parsed, substring=substring) == fast

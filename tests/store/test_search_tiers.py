@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Select
+from sqlalchemy import Connection
 
 from agent.types import ChatMessage, SearchFilters
 from gateway.store.repository import Store
 from gateway.store.search_query import parse
-from gateway.store.search_sql import IdRange, PostgresSearch, SqliteSearch
+from gateway.store.search_sql import IdRange, PostgresSearch, Query, SqliteSearch
 from gateway.store.search_tiers import newest
 from tests.store.helpers import new_session
 
@@ -36,7 +36,7 @@ async def test_widening_ranges_find_the_same_newest_rows_as_one_query(
     parsed = parse(query)
 
     def words_of(sql: Any) -> Any:
-        def statement(ids: IdRange, limit: int) -> Select[Any] | None:
+        def statement(ids: IdRange, limit: int) -> Query | None:
             return sql.words(parsed, SearchFilters(), ids, limit=limit)
 
         return statement
@@ -44,9 +44,9 @@ async def test_widening_ranges_find_the_same_newest_rows_as_one_query(
     def both(conn: Connection) -> tuple[Any, Any]:
         top = 120  # the highest id
         got = newest(conn, ranged, words_of(ranged), need, below=below, top=top, first_span=2)
-        stmt = words_of(plain)(IdRange(below=below), need)
-        assert stmt is not None
-        return got, conn.execute(stmt).all()
+        query = words_of(plain)(IdRange(below=below), need)
+        assert query is not None
+        return got, query.rows(conn)
 
     got, expected = await store.db.read_at_once(both)
     assert [r[0] for r in got] == [r[0] for r in expected]
