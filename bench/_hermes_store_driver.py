@@ -3,7 +3,8 @@ with Hermes' OWN interpreter (its top-level packages are also called ``agent`` a
 Imports nothing of this repository but the corpus generator (``_search_corpus``, standard
 library only), so both stores hold exactly the same messages.
 
-stdin: {"path", "size"}    stdout: {"version", "seconds", "cpu", "bytes", "tables": {name: bytes}}
+stdin: {"path", "size"}
+stdout: {"version", "seconds", "cpu", "bytes", "phases": {step: CPU seconds}, "tables": {name: bytes}}
 
 Hermes' ``SessionDB`` creates its schema (tables, indexes, both FTS5 tables and their triggers).
 The load is then what a bulk load into it would be, the same as ours: one transaction, the FTS
@@ -37,6 +38,8 @@ def main() -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = OFF")
     started, cpu = time.perf_counter(), time.process_time()
+    phases: dict[str, float] = {}
+    spent = corpus_mod.Phases(phases)
     triggers = conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages'"
     ).fetchall()
@@ -58,13 +61,16 @@ def main() -> None:
             _insert(conn, batch)
             batch = []
     _insert(conn, batch)
+    spent.done("rows (made and inserted)")
     for table in ("messages_fts", "messages_fts_trigram"):
         conn.execute(f"INSERT INTO {table}(rowid, content) SELECT id, {FTS_TEXT} FROM messages")
+        spent.done(table)
     for _, sql in triggers:
         conn.execute(sql)
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    spent.done("commit, ANALYZE, close")
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     tables = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
     conn.close()
@@ -73,6 +79,7 @@ def main() -> None:
         "seconds": seconds,
         "cpu": cpu,
         "bytes": path.stat().st_size,
+        "phases": phases,
     }
     json.dump({**out, "tables": tables}, sys.stdout)
 

@@ -42,13 +42,14 @@ MB = 1_000_000
 def ours(folder: Path, size: int) -> dict[str, Any]:
     path = folder / "hygieia.db"
     asyncio.run(upgrade_to_head(f"sqlite+aiosqlite:///{path}"))
+    phases: dict[str, float] = {}
     started, cpu = time.perf_counter(), time.process_time()
-    corpus_mod.load_sqlite(str(path), corpus_mod.Corpus(size), cjk_index_text, lambda *_, **__: None)
+    corpus_mod.load_sqlite(str(path), corpus_mod.Corpus(size), cjk_index_text, lambda *_, **__: None, phases)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     conn = sqlite3.connect(path)
     tables = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
     conn.close()
-    return {"seconds": seconds, "cpu": cpu, "bytes": path.stat().st_size, "tables": tables}
+    return {"seconds": seconds, "cpu": cpu, "bytes": path.stat().st_size, "tables": tables, "phases": phases}
 
 
 def hermes(python: str, folder: Path, size: int) -> dict[str, Any]:
@@ -80,6 +81,33 @@ def _largest(tables: dict[str, int], count: int = 6) -> str:
     return ", ".join(f"{name} {value / MB:.0f}" for name, value in top)
 
 
+# Our step and Hermes' that do the same work, for the side-by-side table.
+_PHASES = (
+    ("rows (made and inserted)", "rows (made and inserted)", "rows, made (the same generator) and inserted"),
+    ("messages_fts", "messages_fts", "words index"),
+    ("messages_fts_trgm", "messages_fts_trigram", "trigram index"),
+    ("commit, ANALYZE, close", "commit, ANALYZE, close", "commit, ANALYZE, log written back"),
+)
+
+
+def _phase_table(mine: dict[str, Any], theirs: dict[str, Any] | None) -> Table:
+    """Where each load's CPU went, step by step: what a target for the load has to cut."""
+    table = Table(title="Where the bulk load's CPU goes (s)")
+    table.add_column("step")
+    table.add_column("ours", justify="right")
+    if theirs is not None:
+        table.add_column("Hermes", justify="right")
+        table.add_column("ours - Hermes", justify="right")
+    for key, hermes_key, label in _PHASES:
+        ours_s = mine["phases"].get(key, 0.0)
+        if theirs is None:
+            table.add_row(label, f"{ours_s:.2f}")
+            continue
+        theirs_s = theirs.get("phases", {}).get(hermes_key, 0.0)
+        table.add_row(label, f"{ours_s:.2f}", f"{theirs_s:.2f}", f"{ours_s - theirs_s:+.2f}")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="1,120,000 messages instead of 112,000")
@@ -94,8 +122,11 @@ def main() -> None:
     for column in ("file MB", "load s", "load CPU s"):
         table.add_column(column, justify="right")
     table.add_column("largest tables and indexes (MB)")
+    theirs: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="hygieia-storage-") as tmp:
         mine = ours(Path(tmp), size)
+        for key, _, label in _PHASES:
+            report.add(f"sqlite/{label} CPU s", mine["phases"].get(key, 0.0), unit="s")
         report.add("sqlite/file MB", mine["bytes"] / MB, unit="MB")
         report.add("sqlite/load s", mine["seconds"], unit="s")
         report.add("sqlite/load CPU s", mine["cpu"], unit="s")
@@ -118,7 +149,9 @@ def main() -> None:
     load = os.getloadavg()
     report.note("loadavg", [round(x, 2) for x in load])
     report.save()
-    Console(width=160).print(table)
+    console = Console(width=160)
+    console.print(table)
+    console.print(_phase_table(mine, theirs))
     print(f"load average {' '.join(f'{x:.2f}' for x in load)} on {os.cpu_count()} cpus")
 
 
