@@ -1,8 +1,9 @@
 """The Anthropic provider: ``AsyncAnthropic`` behind :class:`agent.provider.LLMProvider`.
 
-This is the one place where provider errors are classified: every SDK exception becomes
-one of :mod:`agent.errors` here, and nothing else in Hygieia parses an error message.
-The SDK does its own retries (429, 5xx, connection errors) up to ``max_retries``.
+This is the one place where provider errors are classified: every SDK exception, and every
+error answer of a plain call (:mod:`agent.llm_call`), becomes one of :mod:`agent.errors` here,
+and nothing else in Hygieia parses an error message. Both retry 408, 409, 429, 5xx and
+connection errors up to ``max_retries``, as the SDK does.
 """
 
 from __future__ import annotations
