@@ -26,14 +26,14 @@ import _search_corpus as corpus_mod
 from _report import Report
 from rich.console import Console
 from rich.table import Table
+from search import KEEP_DIR, SIZES, kept_name, p95
 
 from agent.types import SearchFilters
 from gateway.store.db import Database
-from gateway.store.migrate import head_revision, upgrade_to_head
+from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
 from gateway.store.search_index import cjk_index_text
 
-SIZES = {"default": 112_000, "full": 1_120_000}
 SETTINGS = ("2 3", "3", "")
 MB = 1_000_000
 
@@ -41,7 +41,7 @@ MB = 1_000_000
 def corpus_file(folder: Path, c: corpus_mod.Corpus) -> Path:
     """A copy of the kept corpus of ``bench/search.py`` when there is one, else a new load."""
     path = folder / "prefixes.db"
-    kept = Path(".hygieia/bench") / f"search_{c.size}_{head_revision()}.db"
+    kept = KEEP_DIR / f"{kept_name(c.size)}.db"
     if kept.exists():
         shutil.copyfile(kept, path)
         for _ in c.texts():  # the word counts the queries are chosen from
@@ -90,11 +90,6 @@ async def searches(path: Path, queries: list[str], runs: int) -> dict[tuple[str,
 def long_word_near(c: corpus_mod.Corpus, share: float) -> str:
     """The word of five letters or more whose share of messages is closest to ``share``."""
     return min((w for w in c.vocab if len(w) >= 5), key=lambda w: abs(c.df[w] / c.size - share))
-
-
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
 def main() -> None:

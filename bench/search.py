@@ -102,6 +102,15 @@ async def timed(search: Search, queries: tuple[str, ...], runs: int) -> list[flo
     return samples
 
 
+KEEP_DIR = Path(".hygieia/bench")
+
+
+def kept_name(size: int) -> str:
+    """The name of a kept corpus (``--keep``): per size and schema revision, so an older
+    checkout measuring itself never reuses ours."""
+    return f"search_{size}_{(head_revision() or 'none')[:4]}"
+
+
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
@@ -178,12 +187,10 @@ async def main(full: bool, keep: bool, runs: int, size: int | None) -> None:
     table = Table(title=f"Search latency, {size:,} messages (90% archived), {runs} runs per query (ms)")
     for column in ("db", "class", "order", "hits", "admin p50", "admin p95", "session p50", "session p95"):
         table.add_column(column, justify="left" if column in ("db", "class", "order") else "right")
-    keep_dir = Path(".hygieia/bench")
     targets: list[tuple[str, str, Callable[[], None], Callable[[], Awaitable[None]] | None]] = []
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"hygieia-bench-{uuid.uuid4().hex[:8]}"
-    # A kept corpus is per schema revision: an older checkout measuring itself never reuses ours.
-    kept = f"search_{size}_{(head_revision() or 'none')[:4]}"
-    sqlite_path = (keep_dir if keep else tmp) / f"{kept}.db"
+    kept = kept_name(size)
+    sqlite_path = (KEEP_DIR if keep else tmp) / f"{kept}.db"
     await asyncio.to_thread(sqlite_path.parent.mkdir, parents=True, exist_ok=True)
     sqlite_url = f"sqlite+aiosqlite:///{sqlite_path}"
     targets.append(

@@ -28,12 +28,11 @@ import _search_corpus as corpus_mod
 from _report import Report
 from rich.console import Console
 from rich.table import Table
-from search import CJK, SIZES, _progress, _remove, build, query_classes
+from search import CJK, KEEP_DIR, SIZES, _progress, _remove, build, kept_name, query_classes
 from sqlalchemy import Connection, func, select, text
 
 from agent.types import SearchFilters
 from gateway.store.db import Database
-from gateway.store.migrate import head_revision
 from gateway.store.repository import Store
 from gateway.store.search_query import parse
 from gateway.store.search_sql import EVERY_ID, SqliteSearch
@@ -71,9 +70,8 @@ async def main(full: bool, keep: bool, windows: list[int], runs: int) -> None:
     c = corpus_mod.Corpus(size)
     report = Report("search_relevance", full=full)
     report.note("messages", size)
-    kept = f"search_{size}_{(head_revision() or 'none')[:4]}"
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"hygieia-bench-{uuid.uuid4().hex[:8]}"
-    path = (Path(".hygieia/bench") if keep else tmp) / f"{kept}.db"
+    path = (KEEP_DIR if keep else tmp) / f"{kept_name(size)}.db"
     await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
     url = f"sqlite+aiosqlite:///{path}"
     await build(url, c, lambda: corpus_mod.load_sqlite(str(path), c, CJK, _progress(size, "sqlite")), keep)
