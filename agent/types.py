@@ -106,6 +106,13 @@ def content_text(content: list[ContentBlock]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def effective_budget(window: int, budget: int | None) -> int:
+    """The room every compaction threshold is a fraction of (in-loop, hygiene, the overnight
+    sweep, pruning, ``/context``, ``doctor``): min(window, budget), or the whole window without
+    a budget. Computed here only, so no two triggers can disagree on what "full" means."""
+    return window if budget is None else min(window, budget)
+
+
 @dataclass(frozen=True, slots=True)
 class AgentSession:
     """What the agent needs to know about the conversation it serves."""
@@ -121,10 +128,8 @@ class AgentSession:
 
     @property
     def budget_window(self) -> int:
-        """The room compaction thresholds are fractions of: min(window, budget)."""
-        if self.budget_tokens is None:
-            return self.context_window
-        return min(self.context_window, self.budget_tokens)
+        """The effective budget every threshold is a fraction of (:func:`effective_budget`)."""
+        return effective_budget(self.context_window, self.budget_tokens)
 
     summary_model: str | None = None
     """This conversation's summary model, when it has its own (else the engine's)."""

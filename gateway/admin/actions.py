@@ -17,6 +17,7 @@ from agent.engines.strategies.snip import SnipRefused
 from agent.errors import CompressionError, HygieiaError, LLMError
 from agent.types import AgentSession, CompactionRecord
 from gateway.admin.errors import BadRequest, Conflict
+from gateway.serving.sessions import agent_session_of
 from gateway.store.audit_ops import AuditEntry
 from gateway.store.erase_ops import EraseCounts
 from gateway.store.records import SessionInfo
@@ -51,6 +52,12 @@ class AdminActions:
     context_window: Callable[[str], int] | None = None
     budget: Callable[[str], int | None] | None = None
 
+    def _session(self, info: SessionInfo) -> AgentSession:
+        """The agent's view of ``info``, as a turn in it would see it (window and budget)."""
+        assert self.context_window is not None
+        budget = self.budget(info.model) if self.budget is not None else None
+        return agent_session_of(info, window=self.context_window(info.model), budget=budget)
+
     async def _busy(self, info: SessionInfo) -> None:
         if await self.store.turn_in_progress(info.key):
             raise Conflict(f"a turn is running in {info.key}; try again in a moment")
@@ -63,15 +70,7 @@ class AdminActions:
             raise Unavailable("compaction is not available here: this admin app has no model configured")
         info = await self.store.get_session(session_id)
         await self._busy(info)
-        session = AgentSession(
-            id=info.id,
-            system_prompt=info.system_prompt,
-            model=info.model,
-            context_window=self.context_window(info.model),
-            key=info.key,
-            platform=info.platform,
-            budget_tokens=self.budget(info.model) if self.budget is not None else None,
-        )
+        session = self._session(info)
         try:
             result = await compact(
                 self.engine, self.store, session, trigger="manual", focus=focus.strip() or None
@@ -120,14 +119,7 @@ class AdminActions:
             raise BadRequest("say what to forget: last, or from_id and to_id")
         info = await self.store.get_session(session_id)
         await self._busy(info)
-        session = AgentSession(
-            id=info.id,
-            system_prompt=info.system_prompt,
-            model=info.model,
-            context_window=self.context_window(info.model),
-            key=info.key,
-            platform=info.platform,
-        )
+        session = self._session(info)
         try:
             result = await forget(self.engine, self.store, session, last=last, from_id=from_id, to_id=to_id)
         except SnipRefused as exc:

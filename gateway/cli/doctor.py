@@ -64,6 +64,7 @@ async def run_checks(settings: Settings, *, contact_endpoints: bool) -> list[Che
     checks.append(await _check_database(settings))
     checks.append(await _check_anthropic(settings, contact_endpoints))
     checks.append(_check_models(settings))
+    checks.append(_check_budget(settings))
     checks.append(await _check_telegram(settings, contact_endpoints))
     checks.append(await _check_discord(settings, contact_endpoints))
     checks.extend(_check_access(settings))
@@ -171,7 +172,8 @@ async def _check_anthropic(settings: Settings, contact: bool) -> Check:
 def _check_models(settings: Settings) -> Check:
     """The window, budget and prices each configured model gets; a model the table does not
     know runs on conservative defaults until a ``models:`` entry names it."""
-    from gateway.runner.models import budget_for, model_info_for  # the model side: only when asked
+    from agent.types import effective_budget  # the model side: only when asked
+    from gateway.runner.models import budget_for, model_info_for
 
     parts: list[str] = []
     unknown: list[str] = []
@@ -179,6 +181,8 @@ def _check_models(settings: Settings) -> Check:
         info = model_info_for(settings, model)
         budget = budget_for(settings, model)
         room = f"budget {budget:,}" if budget is not None else "no budget"
+        if budget is not None and budget > info.context_window:
+            room += f" (effective {effective_budget(info.context_window, budget):,}: the window)"
         parts.append(
             f"{model}: window {info.context_window:,}, {room}, output {info.max_output:,}, "
             f"${info.input_price:g}/${info.output_price:g} per MTok"
@@ -193,6 +197,37 @@ def _check_models(settings: Settings) -> Check:
             f"(set its window and prices under models:); " + "; ".join(parts),
         )
     return Check("models", "ok", "; ".join(parts))
+
+
+def _check_budget(settings: Settings) -> Check:
+    """The main model's effective budget and every threshold, in tokens of it."""
+    from agent.types import effective_budget
+    from gateway.runner.models import budget_for, context_window_for
+
+    model = settings.model
+    window = context_window_for(settings, model)
+    budget = budget_for(settings, model)
+    room = effective_budget(window, budget)
+    compression = settings.compression
+    if budget is None:
+        head = f"{model}: no budget, the whole {window:,}-token window"
+    elif budget > window:
+        head = f"{model}: budget {budget:,}, effective {room:,} (the window)"
+    else:
+        head = f"{model}: effective budget {room:,} (window {window:,})"
+    marks = [
+        ("in-loop", compression.threshold_for(model)),
+        ("hygiene", compression.hygiene_threshold_for(model)),
+    ]
+    if "prune" in compression.strategies:
+        marks.append(("prune", compression.prune_at))
+    sweep = settings.scheduler.sweep
+    if settings.scheduler.enabled and sweep.enabled:
+        marks.append(("sweep", sweep.min_fill))
+    if not compression.enabled:
+        return Check("budget", "warn", f"{head}; compression is off (compression.enabled: false)")
+    parts = [f"{name} {int(share * room):,} ({100 * share:.0f}%)" for name, share in marks]
+    return Check("budget", "ok", f"{head}; thresholds in tokens: {', '.join(parts)}")
 
 
 async def _check_telegram(settings: Settings, contact: bool) -> Check:

@@ -4,7 +4,8 @@ message pays no compaction latency.
 During ``scheduler.sweep.quiet_hours`` (read in ``timezone``), every ``interval_seconds`` it
 looks at current sessions idle for ``idle_minutes`` or more, least recently active first, and
 compacts (trigger ``scheduled``) those whose persisted context is at least ``min_fill`` of
-the window, at most ``max_sessions`` per run. The size is the same estimate hygiene uses;
+the effective budget (min(window, budget), as every other threshold), at most ``max_sessions``
+per run. The size is the same estimate hygiene uses;
 the compaction is the same :func:`agent.compaction.compact` every trigger uses. A session is
 left alone when a turn runs or an inbox item waits for it, while its hygiene cooldown runs,
 or when the engine declines (summarizer breaker open or cooling down, or compacting again
@@ -105,7 +106,7 @@ class Sweep:
         state = await self._store.load_context_state(session.id)
         session = with_api_limit(session, state)
         estimate = estimate_request_tokens(session, history, self._tools(), state)
-        fill = estimate / session.context_window
+        fill = estimate / session.budget_window
         fields = {"session": session.id, "trigger": "scheduled", "tokens_before": estimate}
         if fill < self._settings.min_fill:
             self._settled[info.id] = info.last_activity_at

@@ -23,7 +23,7 @@ from agent.settings import CompressionSettings
 from agent.tasks import TaskRejected
 from agent.tokens import estimate_tokens
 from agent.tools.schedule import task_line
-from agent.types import AgentSession, ChatMessage, CompactionRecord, ContextState
+from agent.types import AgentSession, ChatMessage, CompactionRecord, ContextState, effective_budget
 from gateway.platforms.base import CommandSpec
 from gateway.scheduling.tasks import TaskBook
 from gateway.store.engine_ops import SessionStrategyRuns, strategy_overview
@@ -169,12 +169,13 @@ def context_breakdown(
     tool_tokens: int,
     memory_tokens: int,
 ) -> list[tuple[str, int]]:
-    """(part, tokens) for system, memory, summary, history, tools and free, in the window's units."""
+    """(part, tokens) for system, memory, summary, history, tools and free; free is what is left
+    of the effective budget (the room every threshold is a fraction of)."""
     system = estimate_tokens(session.system_prompt, state)
     summary = estimate_tokens([m for m in messages if m.kind == "summary"], state)
     history = estimate_tokens([m for m in messages if m.kind != "summary"], state)
     used = system + memory_tokens + summary + history + tool_tokens
-    free = max(0, session.context_window - used)
+    free = max(0, session.budget_window - used)
     return [
         ("system", system),
         ("memory", memory_tokens),
@@ -185,25 +186,36 @@ def context_breakdown(
     ]
 
 
+def room_words(window: int, budget: int | None) -> str:
+    """What the thresholds are fractions of, in words: ``the 200,000-token budget (window
+    1,000,000)``, or the window when there is no budget or the budget does not fit it."""
+    room = effective_budget(window, budget)
+    if budget is None:
+        return f"the {window:,}-token window (no budget)"
+    if budget > window:
+        return f"the {room:,}-token window (budget {budget:,}, effective {room:,})"
+    return f"the {room:,}-token budget (window {window:,})"
+
+
 def budget_line(session: AgentSession, compression: CompressionSettings) -> str:
-    """Window, budget and where the two compaction thresholds sit (fractions of min(window, budget))."""
+    """Where the two compaction thresholds sit, in tokens of the effective budget."""
     room = session.budget_window
     in_loop = compression.threshold_for(session.model)
     hygiene = compression.hygiene_threshold_for(session.model)
-    budget = "none (the whole window)" if session.budget_tokens is None else f"{session.budget_tokens:,}"
     return (
-        f"Window {session.context_window:,} tokens, budget {budget}: compaction at "
-        f"{int(in_loop * room):,} during a turn ({100 * in_loop:.0f}%) and "
-        f"{int(hygiene * room):,} before one ({100 * hygiene:.0f}%)."
+        f"Compaction at {int(in_loop * room):,} tokens during a turn ({100 * in_loop:.0f}%) and "
+        f"{int(hygiene * room):,} before one ({100 * hygiene:.0f}%) of the budget."
     )
 
 
-def render_bars(parts: list[tuple[str, int]], window: int) -> str:
-    """A text bar chart, one row per part: ``history  ████████░░░  12,345  6.2%``."""
+def render_bars(parts: list[tuple[str, int]], room: int, scope: str = "") -> str:
+    """A text bar chart, one row per part: ``history  ████████░░░  12,345  6.2%``; shares are of
+    ``room`` (the effective budget), which ``scope`` names (:func:`room_words`)."""
     used = sum(tokens for name, tokens in parts if name != "free")
-    lines = [f"Context: {used:,} of {window:,} tokens ({100 * used / window:.1f}%)"]
+    share_used = 100 * used / room if room else 0.0
+    lines = [f"Context: {used:,} tokens ({share_used:.1f}%) of {scope or f'{room:,} tokens'}"]
     for name, tokens in parts:
-        share = tokens / window if window else 0.0
+        share = tokens / room if room else 0.0
         filled = min(BAR_WIDTH, round(share * BAR_WIDTH))
         if tokens and not filled:
             filled = 1
@@ -219,7 +231,8 @@ async def _context(ctx: CommandContext, _: str) -> str:
     parts = context_breakdown(
         session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
     )
-    chart = render_bars(parts, session.context_window)
+    scope = room_words(session.context_window, session.budget_tokens)
+    chart = render_bars(parts, session.budget_window, scope)
     chart += "\n" + budget_line(session, ctx.compression)
     if state.last_prompt_tokens is not None:
         chart += f"\nLast prompt as counted by the API: {state.last_prompt_tokens:,} tokens."
@@ -288,7 +301,8 @@ async def _status(ctx: CommandContext, _: str) -> str:
     compactions = await ctx.store.list_compactions(ctx.session.id)
     age = _age(ctx.clock() - ctx.info.created_at)
     lines = [
-        f"Model: {ctx.session.model} (window {ctx.session.context_window:,} tokens)",
+        f"Model: {ctx.session.model} (window {ctx.session.context_window:,} tokens, "
+        f"effective budget {ctx.session.budget_window:,})",
         _override_line(ctx.info),
         f"Conversation started {age} ago",
         f"Messages: {active:,} active, {archived:,} archived",

@@ -196,17 +196,23 @@ class SessionDirectory:
         )
 
     def agent_session(self, info: SessionInfo) -> AgentSession:
-        frozen = info.chat_overrides or {}
-        window = self._window(info.model)
-        budget = frozen.get("budget_tokens")
-        summary_model = frozen.get("summary_model")
-        return AgentSession(
-            id=info.id,
-            system_prompt=info.system_prompt,
-            model=info.model,
-            context_window=min(window, budget) if isinstance(budget, int) else window,
-            key=info.key,
-            platform=info.platform,
-            budget_tokens=self._budget(info.model) if self._budget is not None else None,
-            summary_model=summary_model if isinstance(summary_model, str) else None,
-        )
+        configured = self._budget(info.model) if self._budget is not None else None
+        return agent_session_of(info, window=self._window(info.model), budget=configured)
+
+
+def agent_session_of(info: SessionInfo, *, window: int, budget: int | None) -> AgentSession:
+    """The agent's view of ``info``: the model's ``window`` and the context budget, the chat's
+    own (frozen when the session began) before the configured ``budget`` of its model."""
+    frozen = info.chat_overrides or {}
+    own = frozen.get("budget_tokens")
+    summary_model = frozen.get("summary_model")
+    return AgentSession(
+        id=info.id,
+        system_prompt=info.system_prompt,
+        model=info.model,
+        context_window=window,
+        key=info.key,
+        platform=info.platform,
+        budget_tokens=own if isinstance(own, int) else budget,
+        summary_model=summary_model if isinstance(summary_model, str) else None,
+    )

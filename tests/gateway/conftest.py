@@ -23,7 +23,7 @@ from gateway.config import Settings
 from gateway.errors import AdapterError
 from gateway.outbound.delivery import Delivery
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
-from gateway.runner import build_gateway, context_window_for
+from gateway.runner import budget_for, build_gateway, context_window_for
 from gateway.serving.dispatch import Gateway
 from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory
@@ -245,6 +245,7 @@ async def gateway_rig(
             settings.sessions,
             model=settings.model,
             context_window=lambda model: context_window_for(settings, model),
+            budget=lambda model: budget_for(settings, model),
         )
         gateway = build_gateway(
             settings=settings,

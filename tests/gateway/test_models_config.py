@@ -99,10 +99,26 @@ async def test_doctor_warns_when_caching_is_off() -> None:
     assert checks["prompt caching"].status == "warn"
 
 
-def test_context_shows_window_budget_and_where_the_thresholds_sit() -> None:
+def test_context_shows_where_the_thresholds_sit_in_tokens_of_the_budget() -> None:
     session = AgentSession("s", "sys", "claude-sonnet-5-5", 1_000_000, budget_tokens=200_000)
     line = budget_line(session, CompressionSettings())
     assert line == (
-        "Window 1,000,000 tokens, budget 200,000: compaction at 100,000 during a turn (50%) "
-        "and 170,000 before one (85%)."
+        "Compaction at 100,000 tokens during a turn (50%) and 170,000 before one (85%) of the budget."
     )
+
+
+async def test_doctor_prints_the_effective_budget_and_every_threshold_in_tokens() -> None:
+    checks = {c.name: c for c in await run_checks(load_settings(), contact_endpoints=False)}
+    assert checks["budget"].detail == (
+        "claude-sonnet-5-5: effective budget 200,000 (window 1,000,000); thresholds in tokens: "
+        "in-loop 100,000 (50%), hygiene 170,000 (85%), prune 70,000 (35%), sweep 120,000 (60%)"
+    )
+
+
+async def test_doctor_says_effective_when_the_budget_exceeds_the_window() -> None:
+    settings = load_settings(model="claude-sonnet-4-5", compression={"budget_tokens": 300_000})
+    checks = {c.name: c for c in await run_checks(settings, contact_endpoints=False)}
+    assert "claude-sonnet-4-5: window 200,000, budget 300,000 (effective 200,000" in checks["models"].detail
+    head = "claude-sonnet-4-5: budget 300,000, effective 200,000 (the window)"
+    assert checks["budget"].detail.startswith(head)
+    assert "sweep 120,000 (60%)" in checks["budget"].detail

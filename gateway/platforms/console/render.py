@@ -14,7 +14,8 @@ from rich.console import RenderableType
 from rich.markdown import Markdown
 from rich.table import Table
 
-_HEADER = re.compile(r"^Context: ([\d,]+) of ([\d,]+) tokens \(([\d.]+)%\)$")
+# "Context: 1,262 tokens (0.6%) of the 200,000-token budget (window 1,000,000)"
+_HEADER = re.compile(r"^Context: ([\d,]+) tokens \([\d.]+%\) of (?:the )?([\d,]+)[- ]token")
 _ROW = re.compile(r"^(\w+)\s+[█░]+\s+([\d,]+)\s+([\d.]+)%$")
 BAR = 12
 
@@ -22,9 +23,10 @@ BAR = 12
 @dataclass(frozen=True, slots=True)
 class ContextChart:
     used: int
-    window: int
+    window: int  # the room the shares are of: the effective budget
     rows: list[tuple[str, int, float]]  # (part, tokens, percent)
     notes: list[str]
+    title: str = ""
 
 
 def parse_context_chart(text: str) -> ContextChart | None:
@@ -45,14 +47,14 @@ def parse_context_chart(text: str) -> ContextChart | None:
         rows.append((row.group(1), int(row.group(2).replace(",", "")), float(row.group(3))))
     notes = [line for line in after.strip().splitlines() if line.strip()]
     return ContextChart(
-        int(header.group(1).replace(",", "")), int(header.group(2).replace(",", "")), rows, notes
+        int(header.group(1).replace(",", "")), int(header.group(2).replace(",", "")), rows, notes, lines[0]
     )
 
 
 def context_table(chart: ContextChart) -> Table:
     share = 100 * chart.used / chart.window if chart.window else 0.0
     table = Table(
-        title=f"Context: {chart.used:,} of {chart.window:,} tokens ({share:.1f}%)",
+        title=chart.title or f"Context: {chart.used:,} tokens ({share:.1f}%) of {chart.window:,} tokens",
         caption="\n".join(chart.notes) or None,
         title_justify="left",
         caption_justify="left",

@@ -52,8 +52,10 @@ def slow_summaries_of(
     return answer
 
 
-async def session_at(rig: Rig, chat: str, fill: float, *, marker: str = "") -> AgentSession:
-    """A DM session whose persisted context is about ``fill`` of the window."""
+async def session_at(
+    rig: Rig, chat: str, fill: float, *, marker: str = "", filler: str = FILLER
+) -> AgentSession:
+    """A DM session whose persisted context is about ``fill`` of its effective budget."""
     info = await rig.store.get_or_create_session(
         f"test:dm:{chat}",
         platform="test",
@@ -66,7 +68,7 @@ async def session_at(rig: Rig, chat: str, fill: float, *, marker: str = "") -> A
     while await fill_of(rig, session) < fill:
         for _ in range(4):  # measuring after every append would make this quadratic
             make = ChatMessage.user if i % 2 == 0 else ChatMessage.assistant
-            await rig.store.append_message(session.id, make(f"{i}: {marker} {FILLER}"))
+            await rig.store.append_message(session.id, make(f"{i}: {marker} {filler}"))
             i += 1
     return session
 
@@ -75,7 +77,7 @@ async def fill_of(rig: Rig, session: AgentSession) -> float:
     history = await rig.store.load_active(session.id)
     state = await rig.store.load_context_state(session.id)
     tokens = estimate_request_tokens(session, history, rig.agent.tools.definitions(), state)
-    return tokens / session.context_window
+    return tokens / session.budget_window
 
 
 async def triggers(rig: Rig, session: AgentSession) -> list[str]:
@@ -119,6 +121,18 @@ async def test_the_sweep_at_3am_compacts_only_the_idle_full_session_and_its_next
         morning = rig.fake.message_requests[requests_before:]
         assert [is_summarizer_call(b) for b in morning] == [False]
         assert rig.adapter.texts[-1] == "reply: good morning, what did we decide?"
+
+
+async def test_a_1m_window_session_is_swept_at_the_fill_of_the_default_budget(store: Store) -> None:
+    async with gateway_rig(store, context_window=1_000_000) as rig:
+        assert rig.settings.compression.budget_tokens == 200_000  # the default budget
+        session = await session_at(rig, "million", 0.65, filler=FILLER * 40)
+        assert session.context_window == 1_000_000 and session.budget_window == 200_000
+
+        report = await sweep_of(rig).run(THREE_AM)
+
+        assert report.get("compacted") == 1, report
+        assert await triggers(rig, session) == ["scheduled"]
 
 
 async def test_a_session_another_worker_is_serving_is_left_alone(store: Store) -> None:

@@ -161,10 +161,25 @@ async def test_forget_refuses_a_bad_count(rig: Rig) -> None:
     assert rig.adapter.texts[-1].startswith("How many exchanges?")
 
 
-def test_the_bar_chart_rows_add_up_to_the_window() -> None:
+def test_the_bar_chart_rows_add_up_to_the_room() -> None:
     chart = render_bars([("system", 100), ("history", 300), ("free", 600)], 1000)
-    assert "400 of 1,000 tokens (40.0%)" in chart
+    assert "Context: 400 tokens (40.0%) of 1,000 tokens" in chart
     assert chart.count("\n") == 5
+
+
+async def test_context_shares_are_of_the_budget_and_name_the_window(store: Store) -> None:
+    async with gateway_rig(store, context_window=1_000_000) as rig:
+        await rig.say("hello")
+        await rig.say("/context")
+        await rig.settle()
+
+    text = rig.adapter.texts[-1]
+    header = text.splitlines()[1]
+    assert header.endswith("of the 200,000-token budget (window 1,000,000)"), header
+    used = int(header.split()[1].replace(",", ""))
+    free = next(line for line in text.splitlines() if line.startswith("free"))
+    assert f"{200_000 - used:,}" in free and free.endswith(f"{100 * (200_000 - used) / 200_000:5.1f}%")
+    assert "Compaction at 100,000 tokens during a turn (50%) and 170,000 before one (85%)" in text
 
 
 async def test_usage_reports_tokens_cache_hit_rate_and_cost(rig: Rig) -> None:

@@ -176,7 +176,7 @@ async def test_a_changed_override_applies_after_new_and_status_says_which_applie
     prompts = [system_text(b) for b in responder.chat_bodies]
     assert prompts == [PIRATE, PIRATE, LIBRARIAN]
     assert f"Chat overrides: telegram:{GROUP}" in status and "after /new" in status
-    assert "window 60,000 tokens" in status
+    assert "(window 200,000 tokens, effective budget 60,000)" in status
 
 
 async def test_an_admin_set_override_applies_after_new_and_status_names_it(
