@@ -169,7 +169,7 @@ class ContextEngine(ABC):
 
     def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt: PromptSize) -> None:
         """Learn from a real API-reported prompt size (calibration, anti-thrash); ``prompt`` is the
-        rough size of the request it counted."""
+        rough size of the request it counted. Never called with usage a provider only estimated."""
         return None
 
     def on_failure(self, session: AgentSession, state: ContextState, reason: str) -> None:

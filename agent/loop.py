@@ -336,11 +336,14 @@ class AgentLoop:
         # The estimates are of the whole view, the API counted it after its edits: learn from the whole.
         cleared = sum(e.cleared_input_tokens for e in response.applied_edits if e.type == CLEAR_TOOL_USES)
         whole = replace(usage, input_tokens=usage.input_tokens + cleared) if cleared else usage
-        self._engine.on_usage(turn.session, turn.state, whole, size)
+        if not response.estimated_usage:
+            # A provider's own guess (the offline one's leaves out the tool definitions) is no
+            # count: learned from, it would teach every later estimate its blind spots.
+            self._engine.on_usage(turn.session, turn.state, whole, size)
+            turn.state.last_prompt_tokens = whole.context_tokens
+            turn.state.last_prompt_estimate = size.messages
+            turn.state.token_scale_model = turn.session.model
         runs = self._engine.on_response(turn.session, turn.state, response)
-        turn.state.last_prompt_tokens = whole.context_tokens
-        turn.state.last_prompt_estimate = size.messages
-        turn.state.token_scale_model = turn.session.model
         turn.state.last_prompt_at = self._clock()
         model = response.model or turn.session.model
         cost = (

@@ -143,8 +143,12 @@ async def _new(ctx: CommandContext, _: str) -> str:
 
 
 async def _compact(ctx: CommandContext, focus: str) -> str:
+    # Measured as /context measures it (tool definitions included), so the two agree on "before".
+    before = await _context_used(ctx)
     try:
-        result = await compact(ctx.engine, ctx.store, ctx.session, trigger="manual", focus=focus or None)
+        result = await compact(
+            ctx.engine, ctx.store, ctx.session, trigger="manual", focus=focus or None, prompt_tokens=before
+        )
     except (CompressionError, LLMError) as exc:
         _log.warning("manual compaction failed: %s", exc, extra={"session": ctx.session.id})
         return "I couldn't summarize the conversation right now; nothing was changed. Try again in a while."
@@ -224,18 +228,30 @@ def render_bars(parts: list[tuple[str, int]], room: int, scope: str = "") -> str
     return "```\n" + "\n".join(lines) + "\n```"
 
 
-async def _context(ctx: CommandContext, _: str) -> str:
+async def _context_parts(ctx: CommandContext) -> tuple[AgentSession, ContextState, list[tuple[str, int]]]:
+    """The session as the next call would see it, its state, and /context's parts."""
     messages = await ctx.store.load_active(ctx.session.id)
     state = await ctx.store.load_context_state(ctx.session.id)
     session = with_api_limit(ctx.session, state)  # the limit the API reported, when it is lower
     parts = context_breakdown(
         session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
     )
+    return session, state, parts
+
+
+async def _context_used(ctx: CommandContext) -> int:
+    _, _, parts = await _context_parts(ctx)
+    return sum(tokens for name, tokens in parts if name != "free")
+
+
+async def _context(ctx: CommandContext, _: str) -> str:
+    session, state, parts = await _context_parts(ctx)
     scope = room_words(session.context_window, session.budget_tokens)
     chart = render_bars(parts, session.budget_window, scope)
     chart += "\n" + budget_line(session, ctx.compression)
-    if state.last_prompt_tokens is not None:
-        chart += f"\nLast prompt as counted by the API: {state.last_prompt_tokens:,} tokens."
+    last = await ctx.store.context_series(ctx.session.id, limit=1)
+    if last and not last[-1].estimated:  # an offline provider's guess is no count
+        chart += f"\nLast prompt as counted by the API: {last[-1].prompt_tokens:,} tokens."
     records = await ctx.store.list_compactions(ctx.session.id)
     lines = strategy_lines(records, await ctx.store.session_strategy_runs(ctx.session.id))
     return chart + "".join(f"\n{line}" for line in [*lines, *server_clearing_lines(state)])

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from agent.engines.compressor.engine import ContextCompressor
+from agent.loop import AgentLoop
 from agent.offline import OfflineProvider
 from agent.prompts import SECTIONS, serialize_messages, summary_instructions
 from agent.provider import LLMRequest
+from agent.settings import CompressionSettings, LLMSettings, PromptCachingSettings
+from agent.tools import default_registry
 from agent.types import ChatMessage, text_block
+from tests.agent.loop_support import SUMMARY_MODEL, exchanges, make_session
+from tests.fakes.memory_store import InMemoryStore
 
 
 async def test_chat_reply_says_offline_and_acknowledges_latest_message() -> None:
@@ -68,3 +74,24 @@ async def test_offline_calls_cost_nothing() -> None:
     request = LLMRequest(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}])
     response = await OfflineProvider().create(request)
     assert response.estimated_usage and not response.billed
+
+
+async def test_offline_usage_does_not_move_the_calibration_scale() -> None:
+    # The offline usage is an estimate that leaves out the tool definitions: learned from, it
+    # would shrink every later estimate (/context's parts drifted from the first turn on).
+    provider = OfflineProvider()
+    store = InMemoryStore()
+    engine = ContextCompressor(CompressionSettings(), provider, summary_model=SUMMARY_MODEL)
+    loop = AgentLoop(
+        provider, store, engine, llm=LLMSettings(), caching=PromptCachingSettings(), tools=default_registry()
+    )
+    session = make_session()
+    for message in exchanges(10, chars=2000):  # the messages outweigh the prompt's fixed part
+        await store.append_message(session.id, message)
+
+    for text in ("one", "two", "three"):
+        await loop.run_turn(session, message=ChatMessage.user(text))
+
+    state = await store.load_context_state(session.id)
+    assert state.token_scale is None
+    assert state.last_prompt_tokens is None  # no count of the API's to show in /context either
