@@ -220,7 +220,7 @@ async def compact(
                     await engine.hooks.run_post(stored)
                 view = await store.load_active(session.id)
             else:
-                _log.info(
+                _log.debug(
                     "compaction step skipped: %s",
                     outcome.reason,
                     extra={"session": session.id, "trigger": trigger, "tokens_before": outcome.tokens_before},

@@ -215,12 +215,6 @@ class AgentLoop:
             await self._compact(turn, "in_loop", real)
 
     async def _compact(self, turn: Turn, trigger: Trigger, prompt_tokens: int | None) -> None:
-        _log.info(
-            "compacting: trigger=%s tokens_before=%s",
-            trigger,
-            prompt_tokens,
-            extra={"session": turn.session.id, "trigger": trigger, "tokens_before": prompt_tokens},
-        )
         result = await compact(
             self._engine,
             self._store,
@@ -236,6 +230,20 @@ class AgentLoop:
         turn.just_compacted = True
         if result.record is not None:
             turn.compactions.extend(result.records)
+            # Logged once something was compacted: a check that changed nothing says nothing.
+            _log.info(
+                "compacted (%s): %d messages archived, %d -> %d tokens",
+                trigger,
+                sum(r.messages_archived for r in result.records),
+                result.records[0].tokens_before,
+                result.record.tokens_after,
+                extra={
+                    "session": turn.session.id,
+                    "trigger": trigger,
+                    "tokens_before": result.records[0].tokens_before,
+                    "tokens_after": result.record.tokens_after,
+                },
+            )
 
     # -- the call ------------------------------------------------------------------------------
 

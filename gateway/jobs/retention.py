@@ -32,7 +32,8 @@ class Retention:
     async def run(self, now: datetime) -> dict[str, int]:
         cutoff = now - timedelta(days=self._days)
         report = await self._store.delete_archived(before=cutoff)
-        _log.info(
+        _log.log(
+            logging.INFO if any(report.values()) else logging.DEBUG,
             "retention deleted %d archived messages of %d compactions (archived messages older than %d days)",
             report["messages_deleted"],
             report["compactions_pruned"],

@@ -62,7 +62,8 @@ def build_jobs(settings: Settings, parts: JobParts) -> ClusterJobs:
             gateway=parts.gateway,
             tools=parts.tools,
         )
-        jobs.add(JobSpec("sweep", Every(config.sweep.interval_seconds), sweep.run, sweep.describe()))
+        every = Every(config.sweep.interval_seconds)
+        jobs.add(JobSpec("sweep", every, sweep.run, sweep.describe(), acted=Sweep.acted))
     sessions = settings.sessions
     if sessions.idle_reset_minutes is not None or sessions.daily_reset_hour is not None:
         resets = ScheduledResets(

@@ -65,6 +65,11 @@ class Sweep:
         # at: an idle session does not change, so it is not measured again until it does.
         self._settled: dict[str, datetime] = {}
 
+    @staticmethod
+    def acted(result: dict[str, int]) -> bool:
+        """Whether a run compacted or tried to (the other outcomes are sessions left alone)."""
+        return bool(result.get("compacted") or result.get("failed"))
+
     def describe(self) -> str:
         return f"in quiet hours {self._window} when idle >= {self._settings.idle_minutes} min"
 

@@ -26,7 +26,8 @@ class Upkeep:
         cutoff = now - timedelta(days=self._settings.prune_after_days)
         pruned = await self._store.prune_finished(before=cutoff)
         pruned["rate_scopes_pruned"] = await self._store.rate_prune()
-        _log.info(
+        _log.log(
+            logging.INFO if any(pruned.values()) else logging.DEBUG,
             "upkeep pruned %d inbox, %d outbox and %d task rows finished before %s, %d idle rate scopes",
             pruned["inbox_pruned"],
             pruned["outbox_pruned"],

@@ -28,6 +28,12 @@ _log = logging.getLogger(__name__)
 JobFunc = Callable[[datetime], Awaitable[dict[str, Any]]]
 """A job: given the time it runs at, does its work and reports counts (``{"compacted": 2}``)."""
 
+
+def did_work(result: dict[str, Any]) -> bool:
+    """Whether a job's counts say it did something: any positive count."""
+    return any(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in result.values())
+
+
 MAX_EARLY_SECONDS = 1.0
 
 
@@ -39,6 +45,9 @@ class JobSpec:
     schedule: Schedule
     run: JobFunc
     note: str = ""
+    acted: Callable[[dict[str, Any]], bool] = did_work
+    """Whether a run's counts are worth an INFO line; a run that found nothing logs at DEBUG
+    (a job every 10 s would otherwise write thousands of lines a day)."""
 
     def describe(self) -> str:
         return self.schedule.describe() + (f", {self.note}" if self.note else "")
@@ -166,7 +175,7 @@ class ClusterJobs:
 
     async def _run_claimed(self, spec: JobSpec, now: datetime) -> JobOutcome:
         fields: dict[str, Any] = {"job": spec.name, "owner": self._owner}
-        _log.info("job %s started", spec.name, extra=fields)
+        _log.debug("job %s started", spec.name, extra=fields)
         started = time.perf_counter()
         heartbeat = asyncio.create_task(self._keep_lease(spec.name))
         status: Literal["ok", "failed"] = "ok"
@@ -186,7 +195,8 @@ class ClusterJobs:
             await self._finish(spec.name, status, result, error, duration_ms)
         if status == "ok":
             counts = ", ".join(f"{k} {v}" for k, v in result.items()) or "nothing to report"
-            _log.info(
+            _log.log(
+                logging.INFO if spec.acted(result) else logging.DEBUG,
                 "job %s finished in %d ms: %s",
                 spec.name,
                 duration_ms,

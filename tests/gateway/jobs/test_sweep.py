@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +13,9 @@ import pytest
 from agent.loop_request import estimate_request_tokens
 from agent.types import AgentSession, ChatMessage
 from gateway.config import SweepSettings
+from gateway.jobs.setup import JobParts, build_jobs
 from gateway.jobs.sweep import Sweep
+from gateway.scheduling.runs import ClusterJobs
 from gateway.store.repository import Store
 from tests.fakes.anthropic import Answer, Responder
 from tests.gateway.conftest import ChatResponder, Rig, gateway_rig, is_summarizer_call
@@ -133,6 +136,49 @@ async def test_a_1m_window_session_is_swept_at_the_fill_of_the_default_budget(st
 
         assert report.get("compacted") == 1, report
         assert await triggers(rig, session) == ["scheduled"]
+
+
+def jobs_of(rig: Rig) -> ClusterJobs:
+    """The jobs ``hygieia run`` would schedule over the rig's parts."""
+    parts = JobParts(rig.store, rig.gateway, rig.engine, rig.directory, rig.agent.tools.definitions)
+    return build_jobs(rig.settings, parts)
+
+
+def quiet_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """INFO and above from the scheduled jobs and the compaction they run."""
+    wings = ("gateway.scheduling", "gateway.jobs", "agent.")
+    return [r.getMessage() for r in caplog.records if r.name.startswith(wings) and r.levelno >= logging.INFO]
+
+
+async def test_a_sweep_that_finds_nothing_to_compact_logs_nothing_at_info(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with gateway_rig(store, context_window=WINDOW) as rig:
+        await session_at(rig, "small", 0.4)
+        jobs = jobs_of(rig)
+        caplog.set_level(logging.INFO)
+
+        by_night = await jobs.run_due("sweep", now=THREE_AM)
+        by_day = await jobs.run_due("sweep", now=NOON)
+
+    assert by_day is not None and by_day.result == {"outside_quiet_hours": 1}
+    assert by_night is not None and by_night.result == {"looked": 1, "below_fill": 1}
+    assert quiet_lines(caplog) == []
+
+
+async def test_a_sweep_that_compacts_logs_what_it_did_at_info(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with gateway_rig(store, context_window=WINDOW) as rig:
+        await session_at(rig, "full", 0.9)
+        jobs = jobs_of(rig)
+        caplog.set_level(logging.INFO)
+
+        await jobs.run_due("sweep", now=THREE_AM)
+
+    lines = quiet_lines(caplog)
+    assert any(line.startswith("sweep compacted a session at ") for line in lines), lines
+    assert any(line.startswith("job sweep finished") and "compacted 1" in line for line in lines), lines
 
 
 async def test_a_session_another_worker_is_serving_is_left_alone(store: Store) -> None:

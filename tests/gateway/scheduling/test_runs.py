@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -139,3 +140,37 @@ async def test_two_running_schedulers_on_one_database_never_run_an_occurrence_tw
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert 2 <= len(starts) <= 6
     assert min(gaps) >= 0.85, gaps
+
+
+def job_lines(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith("gateway.") and r.levelno >= level]
+
+
+async def test_a_run_that_found_nothing_logs_at_debug_only(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    async def idle(now: datetime) -> dict[str, Any]:
+        return {}  # what the tasks job reports when nothing is due, every 10 s
+
+    jobs = ClusterJobs(store, owner="w", clock=lambda: T0)
+    jobs.add(JobSpec("idle", Every(10), idle))
+
+    assert await jobs.run_due("idle", now=T0) is not None
+
+    assert job_lines(caplog, logging.INFO) == []
+    assert [line for line in job_lines(caplog, logging.DEBUG) if line.startswith("job idle finished")]
+
+
+async def test_a_run_that_did_something_logs_its_counts_at_info(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    jobs = ClusterJobs(store, owner="w", clock=lambda: T0)
+    jobs.add(counting_job([], "w"))
+
+    await jobs.run_due("tick", now=T0)
+
+    [line] = job_lines(caplog, logging.INFO)
+    assert line.startswith("job tick finished in ") and line.endswith(": ran 1")
