@@ -29,7 +29,7 @@ SessionIdArgument = Annotated[
     str,
     typer.Argument(
         metavar="ID",
-        help="A session id, or its start as `sessions search` prints it (any start that names one session).",
+        help="A session id, or a start of one that no other id shares (search prints 12 characters).",
     ),
 ]
 SEARCH_COUNT_CAP = 1_000
@@ -59,7 +59,7 @@ def list_sessions(
         str, typer.Option(metavar="desc|asc", help="desc: largest or newest first; asc: the other way.")
     ] = "desc",
     limit: Annotated[
-        int, typer.Option(metavar="N", min=1, max=10_000, help="At most this many sessions (1 to 10,000).")
+        int, typer.Option(metavar="N", min=1, max=10_000, help="At most this many sessions.")
     ] = 50,
     offset: Annotated[int, typer.Option(metavar="N", min=0, help="Skip this many first (paging).")] = 0,
     active_only: Annotated[bool, typer.Option("--active-only", help="Hide ended sessions.")] = False,
@@ -213,7 +213,7 @@ def search_sessions(
         str, typer.Option(metavar="all|active|archived", help="Archived or active messages only, or both.")
     ] = "all",
     limit: Annotated[
-        int, typer.Option(metavar="N", min=1, max=1000, help="Show at most this many matches (1 to 1,000).")
+        int, typer.Option(metavar="N", min=1, max=1000, help="Show at most this many matches.")
     ] = 20,
     sort: Annotated[
         str,
