@@ -13,6 +13,7 @@ later pasted document several times over and compact at a fraction of the real s
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import logging
@@ -199,6 +200,14 @@ def _apply_spec(info: ModelInfo, spec: ModelSpec) -> ModelInfo:
     return replace(info, **changes)
 
 
+def closest_model(model: str, extra: Sequence[str] = ()) -> str | None:
+    """The table's full model name (or one of ``extra``) ``model`` most likely misspells, if any is close."""
+    bare = re.sub(r"-(\d{8}|latest)$", "", model.strip().lower())
+    names = [name for name, info in MODELS.items() if info.known] + [e.lower() for e in extra]
+    close = difflib.get_close_matches(bare, names, n=1, cutoff=0.8)
+    return close[0] if close and close[0] != bare else None
+
+
 def model_info(
     model: str,
     *,
@@ -226,10 +235,12 @@ def model_info(
         info = replace(info, context_window=context_window_override)
     if not info.known and model not in _warned:
         _warned.add(model)
+        guess = closest_model(model, list(overrides or ()))
         _log.warning(
-            "model %s is not in the model table: assuming a %d-token window, %d output tokens and "
+            "model %s is not in the model table%s: assuming a %d-token window, %d output tokens and "
             "$%.2f/$%.2f per MTok until the API or a models: entry says otherwise",
             model,
+            f" (did you mean {guess}?)" if guess else "",
             info.context_window,
             info.max_output,
             info.input_price,

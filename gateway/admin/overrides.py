@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.errors import NotFound
-from agent.tokens import MODELS, model_info
+from agent.tokens import MODELS, closest_model, model_info
 from gateway.admin.actions import MAX_ID_CHARS, Outcome
 from gateway.admin.errors import BadRequest
 from gateway.config import ChatOverride
@@ -82,8 +82,10 @@ def checked_override(values: dict[str, Any], known_model: KnownModel) -> AdminOv
     for name in ("model", "summary_model"):
         model = fields[name]
         if model is not None and not known_model(model):
+            guess = closest_model(model)
+            hint = f" (did you mean {guess}?)" if guess else ""
             raise BadRequest(
-                f"{name}: unknown model {model!r}; known: {', '.join(known_models())} "
+                f"{name}: unknown model {model!r}{hint}; known: {', '.join(known_models())} "
                 "(or add it under models: in the config)"
             )
     try:

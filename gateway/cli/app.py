@@ -27,9 +27,11 @@ app = typer.Typer(
 admin_app = typer.Typer(help="The admin HTTP API and page.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(admin_app, name="admin")
-app.command("doctor", help="Check config, database, tokens and endpoints; print what is wrong.")(
-    doctor_command
-)
+app.command(
+    "doctor",
+    help="Check config, database, tokens and endpoints; print what is wrong (exit 1 when something must be "
+    "fixed).",
+)(doctor_command)
 app.command("bench", help="Run a benchmark from bench/ (all of them without NAME) and print its table.")(
     bench_command
 )
@@ -39,14 +41,17 @@ app.command("bench", help="Run a benchmark from bench/ (all of them without NAME
 def run(
     platform: Annotated[
         list[str] | None,
-        typer.Option("--platform", "-p", help="console, telegram or discord; repeat for several."),
+        typer.Option(
+            "--platform", "-p", metavar="NAME", help="console, telegram or discord; repeat for several."
+        ),
     ] = None,
     role: Annotated[
         str,
         typer.Option(
             "--role",
-            help="all (default): intake and worker; intake: platform intake only; worker: serve the inbox "
-            "and deliver, no intake. intake/worker need PostgreSQL (docs/operations.md: Scale-out).",
+            metavar="all|intake|worker",
+            help="all: intake and worker; intake: take messages in only; worker: serve the inbox and "
+            "deliver only. intake and worker need PostgreSQL (docs/operations.md, Scale-out).",
         ),
     ] = "all",
 ) -> None:
@@ -116,10 +121,17 @@ def migrate(
 
 @admin_app.command("serve")
 def admin_serve(
-    host: Annotated[str | None, typer.Option(help="Address to listen on (default: admin.host).")] = None,
+    host: Annotated[
+        str | None, typer.Option(metavar="HOST", help="Address to listen on (default: admin.host).")
+    ] = None,
     port: Annotated[
         int | None,
-        typer.Option(min=0, max=65535, help="Port to listen on (default: admin.port; 0 = any free port)."),
+        typer.Option(
+            metavar="PORT",
+            min=0,
+            max=65535,
+            help="Port to listen on (default: admin.port; 0: any free port).",
+        ),
     ] = None,
 ) -> None:
     """Serve the admin HTTP API and page until interrupted (needs HYGIEIA_ADMIN_TOKEN).

@@ -127,7 +127,8 @@ def _compare_table(rows: list[tuple[str, str, float, float, float]], baseline: P
 
 def bench_command(
     name: Annotated[
-        str | None, typer.Argument(help="A script in bench/ without .py; all when omitted.")
+        str | None,
+        typer.Argument(metavar="NAME", help="A script in bench/, without .py; every one when omitted."),
     ] = None,
     full: Annotated[bool, typer.Option("--full", help="Full-size run instead of the quick default.")] = False,
     as_json: Annotated[
@@ -135,7 +136,9 @@ def bench_command(
     ] = False,
     compare: Annotated[
         Path | None,
-        typer.Option("--compare", help="A saved `--json` document: show each number's ratio to it."),
+        typer.Option(
+            "--compare", metavar="FILE", help="A saved `--json` document: show each number's ratio to it."
+        ),
     ] = None,
 ) -> None:
     """Run one benchmark (or all) in a fresh interpreter and print its table."""

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -37,10 +38,24 @@ def settings_or_exit() -> Settings:
         raise typer.Exit(2) from None
 
 
+class DetailedError(HygieiaError):
+    """An error whose one line is followed by ``details``, one per line (the candidates of an
+    ambiguous id, say)."""
+
+    def __init__(self, message: str, details: list[str]) -> None:
+        super().__init__(message)
+        self.details = details
+
+
 def run_async(coro_fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run one coroutine to completion; a HygieiaError or a database error becomes one line and exit 1."""
     try:
         return asyncio.run(coro_fn())
+    except DetailedError as exc:
+        err.print(f"[red]error:[/red] {escape(first_line(exc))}", highlight=False)
+        for line in exc.details:
+            err.print(f"  {escape(line)}", highlight=False)
+        raise typer.Exit(1) from None
     except HygieiaError as exc:
         err.print(f"[red]error:[/red] {first_line(exc)}", highlight=False)
         raise typer.Exit(1) from None

@@ -172,6 +172,7 @@ async def _check_anthropic(settings: Settings, contact: bool) -> Check:
 def _check_models(settings: Settings) -> Check:
     """The window, budget and prices each configured model gets; a model the table does not
     know runs on conservative defaults until a ``models:`` entry names it."""
+    from agent.tokens import closest_model
     from agent.types import effective_budget  # the model side: only when asked
     from gateway.runner.models import budget_for, model_info_for
 
@@ -190,10 +191,14 @@ def _check_models(settings: Settings) -> Check:
         if not info.known:
             unknown.append(model)
     if unknown:
+        guesses = [
+            f"{m} (did you mean {g}?)" if (g := closest_model(m, list(settings.models))) else m
+            for m in unknown
+        ]
         return Check(
             "models",
             "warn",
-            f"not in the model table, running on conservative defaults: {', '.join(unknown)} "
+            f"not in the model table, running on conservative defaults: {', '.join(guesses)} "
             f"(set its window and prices under models:); " + "; ".join(parts),
         )
     return Check("models", "ok", "; ".join(parts))

@@ -16,6 +16,7 @@ from rich.text import Text
 from agent.types import SearchFilters, SearchHit, snippet_parts
 from gateway.admin.export import ExportFormatError, from_jsonl, render, to_jsonl, to_markdown
 from gateway.cli.common import err, open_store, out, print_json, run_async, settings_or_exit, when
+from gateway.cli.short_ids import SHORT_ID, resolve_session_id
 from gateway.store.export_ops import SessionExport
 from gateway.store.find_ops import SORTS, SessionListing, SessionQuery
 
@@ -24,23 +25,47 @@ sessions_app = typer.Typer(
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+SessionIdArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="ID",
+        help="A session id, or a start of one that no other id shares (search prints 12 characters).",
+    ),
+]
+SEARCH_COUNT_CAP = 1_000
+"""A truncated search counts its matches up to this many (the largest --limit): no count costs
+more than the largest page one may ask for."""
 
 
 @sessions_app.command("list")
 def list_sessions(
-    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
-    chat: Annotated[str | None, typer.Option(help="Only this chat id.")] = None,
-    user: Annotated[str | None, typer.Option(help="Sessions of this user id, or where they wrote.")] = None,
-    key: Annotated[str | None, typer.Option(help="Session keys containing this (any case).")] = None,
-    since: Annotated[datetime | None, typer.Option(help="Active since this time (UTC).")] = None,
-    sort: Annotated[str, typer.Option(help="activity, size, cost or compactions.")] = "activity",
-    order: Annotated[str, typer.Option(help="desc (largest/newest first) or asc.")] = "desc",
-    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
-    offset: Annotated[int, typer.Option(min=0)] = 0,
+    platform: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Only this platform (telegram, discord, console).")
+    ] = None,
+    chat: Annotated[str | None, typer.Option(metavar="ID", help="Only this chat id.")] = None,
+    user: Annotated[
+        str | None, typer.Option(metavar="ID", help="Sessions of this user id, or where they wrote.")
+    ] = None,
+    key: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Session keys containing this (any case).")
+    ] = None,
+    since: Annotated[
+        datetime | None, typer.Option(metavar="TIME", help="Active since this time (UTC).")
+    ] = None,
+    sort: Annotated[
+        str, typer.Option(metavar="activity|size|cost|compactions", help="What to sort by.")
+    ] = "activity",
+    order: Annotated[
+        str, typer.Option(metavar="desc|asc", help="desc: largest or newest first; asc: the other way.")
+    ] = "desc",
+    limit: Annotated[
+        int, typer.Option(metavar="N", min=1, max=10_000, help="At most this many sessions.")
+    ] = 50,
+    offset: Annotated[int, typer.Option(metavar="N", min=0, help="Skip this many first (paging).")] = 0,
     active_only: Annotated[bool, typer.Option("--active-only", help="Hide ended sessions.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Sessions, most recently active first: the admin API's filters, sort orders and paging."""
+    """Sessions, most recently active first, with the admin API's filters, sort orders and paging."""
     if sort not in SORTS:
         raise typer.BadParameter(f"choose {', '.join(SORTS)}", param_hint="--sort")
     if order not in ("asc", "desc"):
@@ -87,8 +112,13 @@ def list_sessions(
 
 @sessions_app.command("show")
 def show_session(
-    session_id: Annotated[str, typer.Argument(help="The session id (from `sessions list`).")],
-    archived: Annotated[bool, typer.Option("--archived/--active", help="Include archived messages.")] = True,
+    session_id: SessionIdArgument,
+    archived: Annotated[
+        bool,
+        typer.Option(
+            "--archived/--active", help="With archived messages (default), or the active view only."
+        ),
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
     """One session: its settings, compactions, and messages (archived ones greyed)."""
@@ -96,9 +126,9 @@ def show_session(
 
     async def fetch() -> tuple[Any, list[Any], list[Any], list[Any]]:
         async with open_store(settings) as store:
-            info = await store.get_session(session_id)
-            compactions = await store.list_compactions(session_id)
-            messages = await store.messages_after(session_id, -1)
+            info = await store.get_session(await resolve_session_id(store, session_id))
+            compactions = await store.list_compactions(info.id)
+            messages = await store.messages_after(info.id, -1)
             return info, compactions, messages, await store.dead_letters(info)
 
     info, compactions, messages, dead = run_async(fetch)
@@ -168,16 +198,27 @@ def _message_line(m: Any) -> Text:
 
 @sessions_app.command("search")
 def search_sessions(
-    query: Annotated[str, typer.Argument(help='Words, "phrases", -exclude, prefix*.')],
-    platform: Annotated[str | None, typer.Option()] = None,
-    chat: Annotated[str | None, typer.Option(help="Only this chat id.")] = None,
-    session: Annotated[str | None, typer.Option(help="Only this session id.")] = None,
-    user: Annotated[str | None, typer.Option(help="Only messages by this user id.")] = None,
-    since: Annotated[datetime | None, typer.Option(help="From this time (UTC).")] = None,
-    until: Annotated[datetime | None, typer.Option(help="Until this time (UTC).")] = None,
-    state: Annotated[str, typer.Option(help="active, archived or all.")] = "all",
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
-    sort: Annotated[str, typer.Option(help="relevance (best first) or recent (newest first).")] = "relevance",
+    query: Annotated[str, typer.Argument(metavar="QUERY", help='Words, "a phrase", -exclude, prefix*.')],
+    platform: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Only this platform (telegram, discord, console).")
+    ] = None,
+    chat: Annotated[str | None, typer.Option(metavar="ID", help="Only this chat id.")] = None,
+    session: Annotated[
+        str | None, typer.Option(metavar="ID", help="Only this session (its id, or the start of it).")
+    ] = None,
+    user: Annotated[str | None, typer.Option(metavar="ID", help="Only messages by this user id.")] = None,
+    since: Annotated[datetime | None, typer.Option(metavar="TIME", help="From this time (UTC).")] = None,
+    until: Annotated[datetime | None, typer.Option(metavar="TIME", help="Until this time (UTC).")] = None,
+    state: Annotated[
+        str, typer.Option(metavar="all|active|archived", help="Archived or active messages only, or both.")
+    ] = "all",
+    limit: Annotated[
+        int, typer.Option(metavar="N", min=1, max=1000, help="Show at most this many matches.")
+    ] = 20,
+    sort: Annotated[
+        str,
+        typer.Option(metavar="relevance|recent", help="relevance: best first; recent: newest first."),
+    ] = "relevance",
     as_json: JsonOption = False,
 ) -> None:
     """Full-text search over every message, archived ones included."""
@@ -189,42 +230,50 @@ def search_sessions(
     filters = SearchFilters(
         platform=platform,
         chat_id=chat,
-        session_id=session,
         user_id=user,
         since=_utc(since, "--since"),
         until=_utc(until, "--until"),
         state=state,  # type: ignore[arg-type]
     )
 
-    async def fetch() -> list[SearchHit]:
+    async def fetch() -> tuple[list[SearchHit], int]:
         async with open_store(settings) as store:
-            return await store.search(query, filters, limit=limit, sort=sort)  # type: ignore[arg-type]
+            wanted = filters
+            if session is not None:
+                wanted = dataclasses.replace(filters, session_id=await resolve_session_id(store, session))
+            hits = await store.search(query, wanted, limit=limit, sort=sort)  # type: ignore[arg-type]
+            if len(hits) < limit or as_json:
+                return hits, len(hits)
+            return hits, await store.count_hits(query, wanted, cap=SEARCH_COUNT_CAP)
 
-    hits = run_async(fetch)
+    hits, total = run_async(fetch)
     if as_json:
         print_json([dataclasses.asdict(h) for h in hits])
         return
     if not hits:
         out.print("no matches")
         return
-    table = Table(title=f"{len(hits)} match(es)")
+    table = Table(title=f"{len(hits)} match(es)" if total <= len(hits) else None)
     for column in ("message", "session", "when", "who", "state", "snippet"):
         table.add_column(column)
     for h in hits:
         table.add_row(
             str(h.message_id),
-            h.session_id[:12],
+            h.session_id[:SHORT_ID],
             when(h.created_at),
             h.author_name or h.role,
             "active" if h.active else "archived",
             _marked(h.snippet),
         )
     out.print(table)
+    if total > len(hits):
+        of = f"more than {SEARCH_COUNT_CAP:,}" if total > SEARCH_COUNT_CAP else f"{total:,}"
+        out.print(f"showing {len(hits)} of {of} matches (--limit to see more)", highlight=False)
 
 
 @sessions_app.command("restore")
 def restore_session(
-    session_id: Annotated[str, typer.Argument(help="The session whose latest compaction to undo.")],
+    session_id: SessionIdArgument,
     as_json: JsonOption = False,
 ) -> None:
     """Undo the latest compaction of a session: its archived turns become active again."""
@@ -232,7 +281,7 @@ def restore_session(
 
     async def restore() -> Any:
         async with open_store(settings) as store:
-            return await store.restore_latest_compaction(session_id)
+            return await store.restore_latest_compaction(await resolve_session_id(store, session_id))
 
     record = run_async(restore)
     if as_json:
@@ -266,12 +315,13 @@ def _utc(value: datetime | None, flag: str) -> datetime | None:
 
 @sessions_app.command("export")
 def export_session(
-    session_id: Annotated[str, typer.Argument(help="The session id (from `sessions list`).")],
+    session_id: SessionIdArgument,
     fmt: Annotated[
-        str, typer.Option("--format", help="jsonl (imports back whole) or md (to read).")
+        str,
+        typer.Option("--format", metavar="jsonl|md", help="jsonl: imports back whole; md: Markdown to read."),
     ] = "jsonl",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
     """Every message of a session, archived ones included, with its compactions marked."""
@@ -281,7 +331,7 @@ def export_session(
 
     async def fetch() -> SessionExport:
         async with open_store(settings) as store:
-            return await store.export_session(session_id)
+            return await store.export_session(await resolve_session_id(store, session_id))
 
     data = run_async(fetch)
     if output is None:
@@ -299,7 +349,9 @@ def export_session(
 
 @sessions_app.command("import")
 def import_session(
-    path: Annotated[Path, typer.Argument(help="A JSONL file from `sessions export --format jsonl`.")],
+    path: Annotated[
+        Path, typer.Argument(metavar="FILE", help="A JSONL file from `sessions export --format jsonl`.")
+    ],
     replace: Annotated[
         bool,
         typer.Option(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,18 @@ SECRET_ENV: dict[tuple[str, ...], str] = {
     ("telegramwebhooksecret",): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
 }
 """Secret-bearing settings (keys compacted: lower case, letters and digits only) and their env vars."""
+SECRET_OWNERS: tuple[tuple[str, str], ...] = (
+    ("webhook", "HYGIEIA_TELEGRAM__WEBHOOK_SECRET"),
+    ("telegram", "TELEGRAM_BOT_TOKEN"),
+    ("discord", "DISCORD_BOT_TOKEN"),
+    ("transcription", "HYGIEIA_TRANSCRIPTION_API_KEY"),
+    ("admin", "HYGIEIA_ADMIN_TOKEN"),
+    ("anthropic", "ANTHROPIC_API_KEY"),
+    ("claude", "ANTHROPIC_API_KEY"),
+)
+"""A secret-looking key that is not one of ours, by the word in its path that says whose it is, and
+the env var that secret is read from (first word found wins: ``telegram.webhook_token`` is the
+webhook's)."""
 _SECRET_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "privatekey", "credentials")
 _FREE_FORM = frozenset({"modelprices", "modelthresholds", "models"})  # keys there are model names
 
@@ -55,26 +68,32 @@ def _config_path() -> Path | None:
     return default if default.is_file() else None
 
 
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The file's settings as a mapping; one clear :class:`ConfigError` line when it is not YAML."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc})") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path}: must hold settings as 'key: value' lines, not a {type(data).__name__}")
+    return data or {}
+
+
+def config_file() -> tuple[Path, dict[str, Any]] | None:
+    """The config file in use (``HYGIEIA_CONFIG``, else ``./hygieia.yaml``) and its settings, if any."""
+    path = _config_path()
+    return None if path is None else (path, read_config_file(path))
+
+
 class SecretRefusingYamlSource(YamlConfigSettingsSource):
     """Reads ``hygieia.yaml``: one clear line when it is not YAML, and secrets in it refused."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot be read ({exc})") from None
-        if data is not None and not isinstance(data, dict):
-            raise ConfigError(
-                f"{path}: must hold settings as 'key: value' lines, not a {type(data).__name__}"
-            )
-        leaked = secrets_in(data or {})
+        leaked = secrets_in(read_config_file(path))
         if leaked:
-            raise ConfigError(
-                f"{path}: secrets are not read from the config file; remove them and set "
-                f"{', '.join(dict.fromkeys(leaked))} in the environment instead"
-            )
+            raise ConfigError(refusal(path, leaked))
         super().__init__(settings_cls, yaml_file=path)
 
 
@@ -83,21 +102,67 @@ def _compact(key: str) -> str:
     return compact.removeprefix("hygieia") or compact
 
 
-def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[str]:
-    """The env vars for every secret-bearing key in ``data``, under any spelling, at any depth."""
-    found: list[str] = []
+@dataclass(frozen=True, slots=True)
+class LeakedSecret:
+    """A secret-looking key in the file: where (``telegram.token``) and the env var the service
+    reads that secret from (``None``: no setting of ours holds such a secret)."""
+
+    key: str
+    env: str | None
+
+
+def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[LeakedSecret]:
+    """Every secret-bearing key in ``data``, under any spelling, at any depth, with its env var."""
+    found: list[LeakedSecret] = []
     for key, value in data.items():
         spelled = (*path, str(key))
         compact = tuple(_compact(k) for k in spelled)
+        where = ".".join(spelled)
         if compact in SECRET_ENV:
-            found.append(SECRET_ENV[compact])
-        elif compact[-1].endswith(_SECRET_ENDINGS):
-            found.append(ENV_PREFIX + "__".join(re.sub(r"[^A-Za-z0-9]+", "_", k).upper() for k in spelled))
+            found.append(LeakedSecret(where, SECRET_ENV[compact]))
+        elif looks_secret(spelled):
+            found.append(LeakedSecret(where, secret_env_for(compact)))
         elif compact == ("databaseurl",) and isinstance(value, str) and _has_password(value):
-            found.append(ENV_PREFIX + "DATABASE_URL")
+            found.append(LeakedSecret(where, ENV_PREFIX + "DATABASE_URL"))
         elif isinstance(value, Mapping) and compact[-1] not in _FREE_FORM:
             found.extend(secrets_in(value, spelled))
     return found
+
+
+def looks_secret(path: tuple[str, ...]) -> bool:
+    """Whether a key (by its path) names a secret: ``token``, ``api_key``, ``password``..."""
+    last = _compact(path[-1])
+    if last.endswith(_SECRET_ENDINGS):
+        return True
+    # No setting's name ends in "key": one that does and names a service (anthropic_key) is its key.
+    return last.endswith("key") and (len(path) > 1 or secret_env_for(path) is not None)
+
+
+def secret_env_for(path: tuple[str, ...]) -> str | None:
+    """The env var of the secret a secret-looking key would hold, from the words of its path
+    (``("telegram", "token")``: ``TELEGRAM_BOT_TOKEN``); None when no setting holds such a secret."""
+    compact = tuple(_compact(k) for k in path)
+    joined = "".join(compact)
+    if joined in ("apikey", "llmapikey", "llmkey"):  # the one API key there is: the model's
+        return "ANTHROPIC_API_KEY"
+    return next((env for word, env in SECRET_OWNERS if word in joined), None)
+
+
+def refusal(path: Path, leaked: list[LeakedSecret]) -> str:
+    """The one line refusing a file with secrets: each key, and where its value goes instead."""
+    ours = [s for s in leaked if s.env is not None]
+    stray = [s.key for s in leaked if s.env is None]
+    parts: list[str] = []
+    if ours:
+        keys = ", ".join(dict.fromkeys(s.key for s in ours))
+        envs = ", ".join(dict.fromkeys(str(s.env) for s in ours))
+        parts.append(f"remove {keys} and set {envs} in the environment instead")
+    if stray:
+        known = ", ".join(dict.fromkeys(SECRET_ENV.values()))
+        parts.append(
+            f"remove {', '.join(stray)}: no setting holds such a secret (the secrets read are {known})"
+        )
+    return f"{path}: secrets are not read from the config file; " + "; ".join(parts)
 
 
 def _has_password(url: str) -> bool:

@@ -301,6 +301,7 @@ class Service:
             await self.scheduler.start()
         if self.cluster is not None:
             await self.cluster.start()
+        await self._log_kept_models()
         _log.info(
             "hygieia is running",
             extra={
@@ -309,6 +310,23 @@ class Service:
                 "role": self.role,
                 "intake": "elected" if self.cluster is not None and runs_intake(self.role) else "local",
             },
+        )
+
+    async def _log_kept_models(self) -> None:
+        """Say that live conversations keep the model they started with: a changed HYGIEIA_MODEL
+        reaches a chat only from its next session (/new)."""
+        model = self.settings.model
+        others = {m: n for m, n in (await self.store.live_models()).items() if m != model}
+        if not others:
+            return
+        count = sum(others.values())
+        _log.info(
+            "model %s is for new conversations; %d live conversation(s) keep the model they started "
+            "with until /new: %s",
+            model,
+            count,
+            ", ".join(f"{m} ({n})" for m, n in sorted(others.items(), key=lambda kv: -kv[1])),
+            extra={"model": model},
         )
 
     async def stop(self) -> None:

@@ -122,6 +122,8 @@ class CommandContext:
     memory_tokens: int = 0
     clock: Clock = utcnow
     tasks: TaskBook | None = None
+    next_model: Callable[[], Awaitable[str]] | None = None
+    """The model a new session of this chat would start with (``/status`` compares)."""
 
 
 Handler = Callable[[CommandContext, str], Awaitable[str]]
@@ -319,6 +321,7 @@ async def _status(ctx: CommandContext, _: str) -> str:
     lines = [
         f"Model: {ctx.session.model} (window {ctx.session.context_window:,} tokens, "
         f"effective budget {ctx.session.budget_window:,})",
+        *await _model_change_line(ctx),
         _override_line(ctx.info),
         f"Conversation started {age} ago",
         f"Messages: {active:,} active, {archived:,} archived",
@@ -333,6 +336,14 @@ async def _status(ctx: CommandContext, _: str) -> str:
             f"{last.tokens_before:,} -> {last.tokens_after:,} tokens{restored}"
         )
     return "\n".join(lines)
+
+
+async def _model_change_line(ctx: CommandContext) -> list[str]:
+    """Why the model shown is not the configured one: a session keeps its model until /new."""
+    upcoming = await ctx.next_model() if ctx.next_model is not None else ctx.session.model
+    if upcoming == ctx.session.model:
+        return []
+    return [f"This conversation keeps {ctx.session.model} until /new; a new one starts on {upcoming}"]
 
 
 def _override_line(info: SessionInfo) -> str:

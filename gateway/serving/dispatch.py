@@ -467,6 +467,7 @@ class Gateway:
                 tool_tokens=self._tool_tokens,
                 clock=self._clock,
                 tasks=self._tasks,
+                next_model=lambda: self._directory.next_model(info),
             )
             text = await run_command(ctx, command)
         await self._replies.answer_command(session.id, item, text)

@@ -183,6 +183,11 @@ class SessionDirectory:
             admin=admin,
         )
 
+    async def next_model(self, info: SessionInfo) -> str:
+        """The model the next session of ``info``'s chat starts with (the settings and overrides now)."""
+        admin = await self._store.admin_overrides_for(info.platform, info.chat_id)
+        return self._settled(info.platform, info.chat_id, info.thread_id, admin).model
+
     async def _open(self, key: str, item: InboxItem) -> SessionInfo:
         """The key's current session (frozen: what applies now waits for the next session), or a
         new one, in one transaction."""

@@ -14,9 +14,9 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, false, func, select
 
 from gateway.store.base import Repo, chunks
-from gateway.store.convert import SESSION_FIELDS
+from gateway.store.convert import SESSION_FIELDS, to_session
 from gateway.store.models import SessionRow, compactions, messages, sessions, usage_daily
-from gateway.store.records import SessionSummary
+from gateway.store.records import SessionInfo, SessionSummary
 
 SessionSort = Literal["activity", "size", "cost", "compactions"]
 SORTS: tuple[SessionSort, ...] = ("activity", "size", "cost", "compactions")
@@ -93,6 +93,23 @@ def _sort_key(q: SessionQuery) -> tuple[Any, ColumnElement[Any]]:
 
 
 class FindOps(Repo):
+    async def sessions_by_prefix(self, prefix: str, *, limit: int = 10) -> tuple[list[SessionInfo], int]:
+        """Up to ``limit`` sessions whose id starts with ``prefix`` (most recently active first), and
+        how many there are in all: a short id, as ``hygieia sessions search`` prints, names one."""
+        wanted = prefix.strip().lower()
+        if not wanted:
+            return [], 0
+        where = sessions.c.id.startswith(wanted, autoescape=True)
+        page = select(SessionRow).where(where).order_by(sessions.c.last_activity_at.desc()).limit(limit)
+        async with self._tx(write=False) as s:
+            rows = [to_session(r) for r in await s.scalars(page)]
+            total = (
+                len(rows)
+                if len(rows) < limit
+                else int(await s.scalar(select(func.count()).where(where)) or 0)
+            )
+        return rows, total
+
     async def find_sessions(
         self, query: SessionQuery, *, limit: int = 50, offset: int = 0
     ) -> tuple[list[SessionListing], int]:

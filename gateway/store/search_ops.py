@@ -121,6 +121,23 @@ class SearchOps(Repo):
         # Every statement of a search in one read transaction, and on SQLite in one thread hop.
         return await self._db.read_at_once(work)
 
+    async def count_hits(self, query: str, filters: SearchFilters, *, cap: int) -> int:
+        """How many hits :meth:`search` has for ``query`` in all, counted up to ``cap + 1``: a result
+        above ``cap`` means "more than ``cap``" (a common word matches a large share of the table)."""
+        parsed = parse(query)
+        if not parsed.usable or cap <= 0:
+            return 0
+        postgres = self._db.dialect == "postgresql"
+        sql: SearchSql = PostgresSearch() if postgres else SqliteSearch()
+
+        def work(conn: Connection) -> int:
+            top = _postgres_setup(conn) if postgres else 0
+            # Newest first reads ids only (no ranking, no snippets); both orders hold the same hits.
+            found = find(conn, sql, parsed, filters, need=cap + 1, sort="recent", window=0, top=top)
+            return len(found)
+
+        return await self._db.read_at_once(work)
+
     async def search_index_problem(self) -> str | None:
         """What is missing from the search indexes, in one line; ``None`` when nothing is.
 

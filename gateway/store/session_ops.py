@@ -208,6 +208,17 @@ class SessionOps(Repo):
             result = await s.execute(stmt)
             return [to_session_summary(row, active=a, archived=b, compactions=n) for row, a, b, n in result]
 
+    async def live_models(self) -> dict[str, int]:
+        """How many live (not ended) sessions run on each model: a session keeps the model it
+        started with until it ends (``/new``, a reset), whatever the settings say since."""
+        query = (
+            select(sessions.c.model, func.count())
+            .where(sessions.c.ended_at.is_(None))
+            .group_by(sessions.c.model)
+        )
+        async with self._tx(write=False) as s:
+            return {str(model): int(count) for model, count in (await s.execute(query)).all()}
+
     async def message_counts(self, session_id: str) -> tuple[int, int]:
         """(active, archived) message counts of the session."""
         stmt = select(

@@ -8,7 +8,7 @@ import pytest
 
 from agent.compaction import API_LIMIT_KEY, with_api_limit
 from agent.settings import ModelSpec
-from agent.tokens import DEFAULT_MODEL_INFO, bind_model, cost_usd, model_info
+from agent.tokens import DEFAULT_MODEL_INFO, bind_model, closest_model, cost_usd, model_info
 from agent.types import AgentSession, ContextState, Usage
 
 CURRENT = ("claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5")
@@ -43,6 +43,37 @@ def test_an_unknown_model_gets_conservative_defaults_and_one_log_line(
     assert not first.known and first.context_window == 200_000
     lines = [r for r in caplog.records if "claude-nova-7-unlisted" in r.getMessage()]
     assert len(lines) == 1 and "not in the model table" in lines[0].getMessage()
+
+
+def test_a_misspelt_model_is_logged_with_the_closest_name_in_the_table(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="agent.tokens"):
+        model_info("claude-sonet-5-5-20261101")
+    (line,) = [r.getMessage() for r in caplog.records if "claude-sonet-5-5-20261101" in r.getMessage()]
+    assert "not in the model table (did you mean claude-sonnet-5-5?)" in line
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("claude-sonet-5-5", "claude-sonnet-5-5"),
+        ("claude-opus-5.5", "claude-opus-5-5"),
+        ("claude-haiku5-5", "claude-haiku-5-5"),
+        ("Claude-3-5-Sonet-latest", "claude-3-5-sonnet"),
+    ],
+)
+def test_the_closest_model_is_a_full_name_of_the_table(given: str, meant: str) -> None:
+    assert closest_model(given) == meant
+
+
+@pytest.mark.parametrize("given", ["claude-sonnet-5-5", "gpt-4o", "claude-nova-9", "sonnet"])
+def test_a_known_or_faraway_name_has_no_closest_model(given: str) -> None:
+    assert closest_model(given) is None
+
+
+def test_the_closest_model_may_be_one_of_the_models_section() -> None:
+    assert closest_model("acme-larg-2", ["acme-large-2"]) == "acme-large-2"
 
 
 def test_a_models_entry_adds_an_unknown_model() -> None:

@@ -131,7 +131,7 @@ SECRET_SPELLINGS = [
     ("HYGIEIA_ADMIN_TOKEN: leaked-value-long-enough\n", "HYGIEIA_ADMIN_TOKEN"),
     ("telegram:\n  webhook_secret: leaked-value\n", "HYGIEIA_TELEGRAM__WEBHOOK_SECRET"),
     ("telegram:\n  Webhook-Secret: leaked-value\n", "HYGIEIA_TELEGRAM__WEBHOOK_SECRET"),
-    ("telegram:\n  bot_token: leaked-value\n", "HYGIEIA_TELEGRAM__BOT_TOKEN"),
+    ("telegram:\n  bot_token: leaked-value\n", "TELEGRAM_BOT_TOKEN"),
     ("database_url: postgresql+psycopg://app:leaked-value@db/hygieia\n", "HYGIEIA_DATABASE_URL"),
 ]
 

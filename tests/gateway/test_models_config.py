@@ -81,6 +81,12 @@ async def test_doctor_names_a_model_the_table_does_not_know() -> None:
     assert "claude-nova-9" in checks["models"].detail and "conservative defaults" in checks["models"].detail
 
 
+async def test_doctor_suggests_the_closest_model_of_the_table() -> None:
+    settings = load_settings(model="claude-sonet-5-5")
+    checks = {c.name: c for c in await run_checks(settings, contact_endpoints=False)}
+    assert "claude-sonet-5-5 (did you mean claude-sonnet-5-5?)" in checks["models"].detail
+
+
 async def test_doctor_shows_window_and_budget_of_a_known_model() -> None:
     checks = {c.name: c for c in await run_checks(load_settings(), contact_endpoints=False)}
     assert checks["models"].status == "ok"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -114,6 +115,23 @@ async def test_a_restart_continues_the_same_console_conversation(
     async with _open_store(tmp_path) as store:
         _, rows = await _console_history(store)
         assert [m.text for m in rows if m.role == "assistant"] == ["reply: first run", "reply: second run"]
+
+
+async def test_the_start_up_log_says_live_conversations_keep_their_model_until_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FakeAnthropic(context_window=WINDOW, responder=ChatResponder()) as fake:
+        for model in (MODEL, "claude-haiku-4-5"):
+            monkeypatch.setattr(sys, "stdin", io.StringIO("hello\n"))
+            monkeypatch.setattr(sys, "stdout", io.StringIO())
+            with caplog.at_level(logging.INFO, logger="gateway.runner.service"):
+                assert await run_service(_settings(tmp_path, fake, model=model), ["console"]) == 0
+            monkeypatch.undo()
+    said = [r.getMessage() for r in caplog.records if "keep the model" in r.getMessage()]
+    assert said == [
+        f"model claude-haiku-4-5 is for new conversations; 1 live conversation(s) keep the model they "
+        f"started with until /new: {MODEL} (1)"
+    ]
 
 
 # --- real processes ----------------------------------------------------------------------

@@ -77,6 +77,17 @@ async def test_an_unknown_model_is_a_clear_400_and_nothing_is_kept(store: Store)
     assert await store.list_admin_overrides() == []
 
 
+async def test_a_misspelt_model_is_refused_with_the_closest_name(store: Store) -> None:
+    async with admin_client(store) as client:
+        answer = await client.post(
+            "/api/overrides", json={"platform": "telegram", "chat": "1", "model": "claude-sonet-5-5"}
+        )
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith(
+        "model: unknown model 'claude-sonet-5-5' (did you mean claude-sonnet-5-5?); known: "
+    )
+
+
 async def test_other_bad_values_are_400_naming_the_field(store: Store) -> None:
     cases = [
         ({"platform": "telegram", "chat": "1"}, "set at least one of"),

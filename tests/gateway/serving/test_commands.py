@@ -202,6 +202,24 @@ async def test_status_shows_model_age_counts_and_the_last_compaction(rig: Rig) -
     assert "archived" in text and "Compactions: 1" in text and "manual" in text
 
 
+async def test_status_says_a_conversation_keeps_its_model_until_new_after_the_model_changed(
+    store: Store,
+) -> None:
+    async with gateway_rig(store, model="claude-sonnet-4-6") as before:
+        await before.say("hello")
+        await before.settle()
+    async with gateway_rig(store, model="claude-haiku-4-5") as after:
+        for n, text in enumerate(("/status", "/new", "/status")):
+            await after.say(text, message_id=f"later-{n}")  # the first rig's ids are taken
+        await after.settle()
+        kept, _, fresh = after.adapter.texts
+    assert kept.startswith("Model: claude-sonnet-4-6 ")
+    assert (
+        "This conversation keeps claude-sonnet-4-6 until /new; a new one starts on claude-haiku-4-5" in kept
+    )
+    assert fresh.startswith("Model: claude-haiku-4-5 ") and "keeps" not in fresh
+
+
 async def test_stop_cancels_the_running_turn(rig: Rig) -> None:
     rig.fake.delay = 2.0
     await rig.say("a slow question")
