@@ -231,7 +231,8 @@ class AdminAuth:
             answer = _throttled(wait)
             if page:
                 message = f"Too many failed attempts from your address: try again in {wait:.0f} s."
-                answer = _login_form(_clean_location(request.url), message, 429, dict(answer.headers))
+                retry = {"Retry-After": answer.headers["retry-after"]}
+                answer = _login_form(_clean_location(request.url), message, 429, retry)
             await answer(scope, receive, send)
             return
         if request.headers.get("authorization") or COOKIE in request.cookies:

@@ -113,7 +113,9 @@ async def test_wrong_tokens_posted_are_throttled_like_other_attempts_but_the_rig
     assert statuses == [401, 429, 429]  # the bearer guess counted too: one throttle for every way in
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) > 0
     assert "Too many failed attempts" in blocked.text and "<form" in blocked.text
-    assert page.status_code == 429 and "Too many failed attempts" in page.text
+    assert page.status_code == 429 and "Too many failed attempts" in page.text and "<form" in page.text
+    assert page.headers["content-type"].startswith("text/html") and int(page.headers["retry-after"]) > 0
+    assert int(page.headers["content-length"]) == len(page.content)
     assert right.status_code == 303 and COOKIE in right.headers["set-cookie"]
 
 
