@@ -145,12 +145,10 @@ def test_ctrl_l_clears_the_screen_and_keeps_the_line_being_typed(tmp_path: Path)
         os.write(master, b"walrus")
         assert _read_until(master, b"walrus", seen)
         os.write(master, b"\x0c")  # Ctrl-L
-        assert _read_until(master, b"\x1b[2J", seen), seen.decode(errors="replace")
-        after_clear = len(seen)
+        assert _read_until(master, b"\x1b[2J" + PROMPT + b"walrus", seen), seen.decode(errors="replace")
         os.write(master, b" tusk\n")
+        # The message is the line as typed, without the Ctrl-L: the reply quotes it.
         assert _read_until(master, "“walrus tusk”".encode(), seen), seen.decode(errors="replace")
-    assert PROMPT + b"walrus" in seen[after_clear - 40 :] or PROMPT + b"walrus" in seen[after_clear:]
-    assert b"\x0c" not in seen.split(b"\x1b[2J")[-1]
 
 
 def test_ctrl_c_at_the_prompt_stops_and_leaves_the_terminal_as_it_was(tmp_path: Path) -> None:
