@@ -239,10 +239,14 @@ def without_section(text: str, name: str) -> str:
     return "\n".join(out).strip()
 
 
+def id_ranges(runs: Sequence[tuple[int, int]]) -> str:
+    """``#1, #76–#156``: message ids as written in an Archived section."""
+    return ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in runs) or "no ids"
+
+
 def archived_note(
     compaction_id: str,
-    first_id: int,
-    last_id: int,
+    runs: Sequence[tuple[int, int]],
     count: int,
     *,
     since: datetime | None = None,
@@ -257,7 +261,7 @@ def archived_note(
         when = f", {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} UTC"
     recall = json.dumps({"compaction_id": compaction_id})
     lines = [
-        f"- {count} messages (#{first_id}–#{last_id}{when}) are archived verbatim, not deleted. "
+        f"- {count} messages ({id_ranges(runs)}{when}) are archived verbatim, not deleted. "
         f'Read them with the recall tool: recall {recall} (add "offset" to page); '
         "session_search finds anything said earlier."
     ]

@@ -53,6 +53,10 @@ def usage_chart(days: Sequence[UsageLine]) -> str:
             f"<title>{escape(tip)}</title></rect>"
         )
         points.append(f"{LEFT + i * slot + slot / 2:.1f},{bottom - plot_h * d.cache_hit_ratio:.1f}")
+    if len(days) == 1:
+        # One point draws nothing: a single day's ratio is a level line across its slot.
+        y = bottom - plot_h * days[0].cache_hit_ratio
+        points = [f"{LEFT:.1f},{y:.1f}", f"{LEFT + slot:.1f},{y:.1f}"]
     parts.append(f'<polyline class="ratio" points="{" ".join(points)}"/>')
     parts.append("</svg>")
     return "".join(parts)

@@ -1,15 +1,18 @@
-"""ASGI middleware of the admin app: the token check (header, cookie, one-time ``?token=``) and a log line.
+"""ASGI middleware of the admin app: the token check (header, cookie, sign-in form, one-time ``?token=``)
+and a log line.
 
 Every path but ``/healthz`` needs the admin token, so a route added later is protected by
-default. A program sends ``Authorization: Bearer <token>``. A browser opens any page once
-with ``?token=<token>``: it gets an HttpOnly, SameSite=Strict cookie and a redirect to the
-same URL without the token (so it leaves the address bar and the history). The cookie
-holds an HMAC of the token, never the token itself; changing the token logs everyone out.
-A state-changing request signed in by the cookie must come from the page itself
+default. A program sends ``Authorization: Bearer <token>``. A browser that asks for a page
+without the cookie gets the sign-in form (:mod:`gateway.admin.page_login`, status 401), which
+POSTs the token to ``/login``; a script may open any page once with ``?token=<token>``. Either
+way the browser gets an HttpOnly, SameSite=Strict cookie and a redirect to the page without the
+token (so it stays out of the address bar and the history). The cookie holds an HMAC of the
+token, never the token itself; changing the token logs everyone out. A state-changing request
+signed in by the cookie, and the sign-in form's POST, must come from the page itself
 (:mod:`gateway.admin.origin`), else 403.
 
 The token must have at least :data:`MIN_TOKEN_CHARS` characters. A client address that
-presents a wrong token (header, cookie or login link) :data:`MAX_FAILURES` times within
+presents a wrong token (header, cookie, sign-in form or login link) :data:`MAX_FAILURES` times within
 :data:`FAILURE_WINDOW_SECONDS` gets 429 for every further wrong or missing token until the
 oldest failure ages out; each counted failure is logged. The right token is always answered:
 a throttle that refused it would let any local process lock the admin out. Against guessing,
@@ -22,10 +25,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Literal
+from urllib.parse import parse_qs
 
 from starlette.datastructures import URL
 from starlette.requests import Request
@@ -34,6 +39,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.errors import ConfigError
 from gateway.admin.origin import cross_origin_problem
+from gateway.admin.page_login import LOGIN_PATH, login_page
+from gateway.admin.views import html
 
 _log = logging.getLogger(__name__)
 
@@ -45,6 +52,8 @@ MIN_TOKEN_CHARS = 16
 MAX_FAILURES = 10
 FAILURE_WINDOW_SECONDS = 60.0
 MAX_TRACKED_ADDRESSES = 10_000
+MAX_LOGIN_FORM_BYTES = 4096
+_URL_NOISE = re.compile(r"[\x00-\x20\x7f]")
 
 
 def check_admin_token(token: str | None) -> str:
@@ -140,10 +149,46 @@ def _address(scope: Scope) -> str:
 
 
 def _clean_location(url: URL) -> str:
-    """The same path and query without ``token``; relative, and never ``//host`` (no open redirect)."""
+    """The same path and query without ``token``; relative, and never ``//host`` (no open redirect:
+    browsers read ``/\\host`` as ``//host`` and drop tabs and newlines, so those go too)."""
     clean = url.remove_query_params("token")
-    path = "/" + clean.path.lstrip("/")
+    path = "/" + _URL_NOISE.sub("", clean.path).lstrip("/\\")
     return path + (f"?{clean.query}" if clean.query else "")
+
+
+def _wants_page(request: Request) -> bool:
+    """A browser reading a page (not the API, not metrics): it gets the sign-in form, not JSON."""
+    path = request.url.path
+    return (
+        request.method in ("GET", "HEAD")
+        and not path.startswith("/api/")
+        and path != "/metrics"
+        and "text/html" in request.headers.get("accept", "")
+    )
+
+
+def _login_form(
+    next_path: str, message: str, status_code: int, headers: dict[str, str] | None = None
+) -> Response:
+    response = html(login_page(next_path, message), status_code=status_code)
+    response.headers.update(headers or {})
+    return response
+
+
+async def _form_fields(receive: Receive) -> dict[str, str] | None:
+    """The sign-in form's fields (urlencoded, bounded); None when the body is too large."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        body += message.get("body", b"")
+        if len(body) > MAX_LOGIN_FORM_BYTES:
+            return None
+        if not message.get("more_body"):
+            break
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items() if values}
 
 
 class AdminAuth:
@@ -161,6 +206,10 @@ class AdminAuth:
             return
         address = _address(scope)
         request = Request(scope)
+        if scope["path"] == LOGIN_PATH and request.method == "POST":
+            answer = await self._form_login(request, receive, address)
+            await answer(scope, receive, send)
+            return
         login = request.query_params.get("token")
         if login is not None and request.method == "GET" and not scope["path"].startswith("/api/"):
             await self._login(request, login, address)(scope, receive, send)
@@ -171,14 +220,27 @@ class AdminAuth:
             await JSONResponse({"error": problem}, status_code=403)(scope, receive, send)
             return
         if signed_in is not None:
+            if scope["path"] == LOGIN_PATH:  # signed in already: the form has nothing to do
+                await RedirectResponse("/", status_code=303)(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         wait = self._failed.retry_after(address)
+        page = _wants_page(request)
         if wait is not None:
-            await _throttled(wait)(scope, receive, send)
+            answer = _throttled(wait)
+            if page:
+                message = f"Too many failed attempts from your address: try again in {wait:.0f} s."
+                retry = {"Retry-After": answer.headers["retry-after"]}
+                answer = _login_form(_clean_location(request.url), message, 429, retry)
+            await answer(scope, receive, send)
             return
         if request.headers.get("authorization") or COOKIE in request.cookies:
             self._failure(address)
+        if page:
+            nowhere = scope["path"] == LOGIN_PATH
+            await _login_form("/" if nowhere else _clean_location(request.url), "", 401)(scope, receive, send)
+            return
         await _unauthorized("missing or wrong admin token")(scope, receive, send)
 
     def _failure(self, address: str) -> None:
@@ -196,6 +258,35 @@ class AdminAuth:
         cookie = request.cookies.get(COOKIE)
         return "cookie" if cookie is not None and _same(cookie, self._cookie) else None
 
+    async def _form_login(self, request: Request, receive: Receive, address: str) -> Response:
+        """The sign-in form's POST: from this origin only; a wrong token counts as a failed attempt."""
+        if (problem := cross_origin_problem(request)) is not None:
+            _log.warning("admin sign-in from %s: %s", address, problem)
+            return _login_form("/", problem, 403)
+        fields = await _form_fields(receive)
+        if fields is None:
+            return _login_form("/", "The form was too large: paste only the admin token.", 400)
+        target = _clean_location(URL(fields.get("next") or "/"))
+        given = fields.get("token", "").strip()  # a pasted token often brings a newline along
+        if not given:
+            return _login_form(target, "Enter the admin token.", 400)
+        if _same(given, self._token):
+            return self._signed_in_at(target)
+        wait = self._failed.retry_after(address)
+        if wait is None:
+            self._failure(address)
+            wait = self._failed.retry_after(address)
+        if wait is not None:
+            message = f"Too many failed attempts from your address: try again in {wait:.0f} s."
+            return _login_form(target, message, 429, {"Retry-After": str(int(wait + 0.999))})
+        message = "That is not the admin token. It is the value of HYGIEIA_ADMIN_TOKEN on the server."
+        return _login_form(target, message, 401)
+
+    def _signed_in_at(self, location: str) -> Response:
+        response = RedirectResponse(location, status_code=303)
+        response.set_cookie(COOKIE, self._cookie, httponly=True, samesite="strict", path="/")
+        return response
+
     def _login(self, request: Request, given: str, address: str) -> Response:
         if not _same(given, self._token):
             wait = self._failed.retry_after(address)
@@ -203,9 +294,7 @@ class AdminAuth:
                 return _throttled(wait)
             self._failure(address)
             return _unauthorized("wrong admin token in ?token=")
-        response = RedirectResponse(_clean_location(request.url), status_code=303)
-        response.set_cookie(COOKIE, self._cookie, httponly=True, samesite="strict", path="/")
-        return response
+        return self._signed_in_at(_clean_location(request.url))
 
 
 class AccessLog:

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from types import TracebackType
 
 import uvicorn
@@ -136,8 +136,19 @@ class AdminServer:
         await self.stop()
 
 
-async def serve_admin(settings: Settings, *, host: str, port: int) -> int:
-    """``hygieia admin serve``: serve until SIGINT/SIGTERM, then stop gracefully; the exit code."""
+def page_url(host: str, port: int) -> str:
+    """Where a browser on this machine finds the admin page (a wildcard address is not one to open)."""
+    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/"
+
+
+async def serve_admin(
+    settings: Settings, *, host: str, port: int, on_ready: Callable[[str], None] | None = None
+) -> int:
+    """``hygieia admin serve``: serve until SIGINT/SIGTERM, then stop gracefully; the exit code.
+    ``on_ready`` gets the page's URL once the server listens."""
     token = check_admin_token(settings.admin_token.get_secret_value() if settings.admin_token else None)
     db = Database(settings.resolved_database_url)
     await db.connect()
@@ -166,6 +177,8 @@ async def serve_admin(settings: Settings, *, host: str, port: int) -> int:
     try:
         proxies = settings.admin.trusted_proxies
         async with AdminServer(app, host=host, port=port, trusted_proxies=proxies) as server:
+            if on_ready is not None:
+                on_ready(page_url(host, server.port))
             stopping = asyncio.create_task(stop.wait())
             await asyncio.wait([stopping, server.finished], return_when=asyncio.FIRST_COMPLETED)
             stopping.cancel()

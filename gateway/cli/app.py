@@ -136,9 +136,9 @@ def admin_serve(
 ) -> None:
     """Serve the admin HTTP API and page until interrupted (needs HYGIEIA_ADMIN_TOKEN).
 
-    Programs send the header `Authorization: Bearer <token>`.
-
-    A browser opens /?token=<token> once, gets an HttpOnly SameSite=Strict cookie, and the URL drops it.
+    In a browser, the page asks for the token (the value of HYGIEIA_ADMIN_TOKEN) and keeps an HttpOnly
+    SameSite=Strict cookie. Programs send the header `Authorization: Bearer <token>`; a script may open
+    /?token=<token> once to get the cookie.
     """
     settings = settings_or_exit()
     from gateway.admin.middleware import check_admin_token  # lazily, as in `run`: FastAPI is heavy
@@ -154,7 +154,18 @@ def admin_serve(
     configure_logging(settings)
     listen_host = host or settings.admin.host
     listen_port = settings.admin.port if port is None else port
-    raise typer.Exit(run_async(lambda: serve_admin(settings, host=listen_host, port=listen_port)))
+
+    def how_to_sign_in(url: str) -> None:
+        out.print(
+            f"Admin page: {url}\nSign in there with the admin token, the value of HYGIEIA_ADMIN_TOKEN "
+            "(programs send the header Authorization: Bearer <token>).",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    raise typer.Exit(
+        run_async(lambda: serve_admin(settings, host=listen_host, port=listen_port, on_ready=how_to_sign_in))
+    )
 
 
 def main() -> None:

@@ -61,10 +61,14 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
     return adapters
 
 
-def chats_on_this_terminal(settings: Settings, platforms: Sequence[str] | None, stdin: Any = None) -> bool:
-    """True when the console will run as an interactive chat (a person types on this terminal)."""
-    stream = stdin if stdin is not None else sys.stdin
-    if not (hasattr(stream, "isatty") and stream.isatty()):
+def chats_on_this_terminal(
+    settings: Settings, platforms: Sequence[str] | None, stdin: Any = None, stderr: Any = None
+) -> bool:
+    """True when the console will run and a person reads this terminal: they type on it, or the
+    replies to piped input and stderr share it. The log then goes to the log file, not between
+    the replies."""
+    streams = (stdin if stdin is not None else sys.stdin, stderr if stderr is not None else sys.stderr)
+    if not any(hasattr(stream, "isatty") and stream.isatty() for stream in streams):
         return False
     if platforms:
         return "console" in platforms

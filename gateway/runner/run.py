@@ -41,10 +41,11 @@ async def run_service(
     service = await Service.build(settings, adapters, lease_seconds=lease_seconds, role=role)
     console = next((a for a in adapters if isinstance(a, ConsoleAdapter)), None)
     if service.provider.name == "offline":
-        # On the chat terminal the console shows the banner itself: the log line goes to the file.
-        chatting = console is not None and console.interactive
-        _log.log(logging.INFO if chatting else logging.WARNING, OFFLINE_BANNER)
-        if console is not None:
+        # Once: where a person reads the console, the console shows it and the log line goes to the
+        # file; elsewhere (stderr piped to a collector) the warning in the log is the notice.
+        watched = console is not None and console.watched
+        _log.log(logging.INFO if watched else logging.WARNING, OFFLINE_BANNER)
+        if console is not None and watched:
             console.announce(OFFLINE_BANNER)
 
     stop = asyncio.Event()

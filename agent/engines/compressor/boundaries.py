@@ -109,3 +109,29 @@ def choose_boundaries(
         start -= 1
     start = max(start, head)
     return Boundaries(head_end=head, tail_start=start, protect_start=max(protect_start, start))
+
+
+def archived_id_runs(middle: Sequence[ChatMessage]) -> list[tuple[int, int]]:
+    """The ids a summary archives, as (first, last) runs that hold no id archived by another compaction.
+
+    Not min..max of the middle: an earlier summary in it has a new id, and where it sits (in the
+    order of the view) lie the rows that earlier compaction archived; the head kept by the first
+    compaction comes before them and is archived by the next one. So a run ends at a summary, and
+    where ids stop rising (a pruned copy is a new row where its original was).
+    """
+    runs: list[tuple[int, int]] = []
+    first = last = None
+    for m in middle:
+        if m.id is None:
+            continue
+        if m.kind == "summary" or (last is not None and m.id <= last):
+            if first is not None and last is not None:
+                runs.append((first, last))
+            first = last = None
+            if m.kind == "summary":
+                continue
+        first = m.id if first is None else first
+        last = m.id
+    if first is not None and last is not None:
+        runs.append((first, last))
+    return runs

@@ -21,7 +21,13 @@ from itertools import islice
 from agent.clock import Clock, utcnow
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.engines import veto_rest
-from agent.engines.compressor.boundaries import Boundaries, choose_boundaries, humans_newest_first, is_human
+from agent.engines.compressor.boundaries import (
+    Boundaries,
+    archived_id_runs,
+    choose_boundaries,
+    humans_newest_first,
+    is_human,
+)
 from agent.engines.compressor.plan import AWAITING_CHECK, Attempt, finish
 from agent.engines.compressor.prune import prune_messages
 from agent.engines.compressor.sizes import Sizes, measure, prune_floor, summary_budget
@@ -256,12 +262,10 @@ class ContextCompressor(ContextEngine):
         previous = "\n\n".join(
             without_section(strip_handoff(m.text), MEMORY_SECTION) for m in middle if m.kind == "summary"
         )
-        ids = [m.id for m in middle if m.id is not None]
         stamps = [m.created_at for m in middle if m.created_at is not None]
         archived = archived_note(
             attempt.compaction_id,
-            min(ids),
-            max(ids),
+            archived_id_runs(middle),
             len(middle),
             since=min(stamps, default=None),
             until=max(stamps, default=None),

@@ -8,6 +8,11 @@ skipped), each sent once the reply to the previous one has been printed to stdou
 A reply is recognised by its ``reply_to_message_id``: the gateway sets it to the message
 being answered, and notices (hygiene, "overloaded") come without it. Stdin is read by a
 daemon thread so that a blocked read never holds up shutdown.
+
+On the process's own terminal, lines are read with GNU readline (:func:`input`), asked for one
+at a time once the previous reply is out: line editing, history, and Ctrl-L to clear the screen.
+The terminal's settings are saved at start and put back at stop, since a thread still inside
+readline when the process leaves would leave the terminal without echo.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import contextlib
 import getpass
 import logging
 import sys
+import termios
 import threading
 import uuid
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -54,13 +60,19 @@ class ConsoleAdapter(PlatformAdapter):
         user: str | None = None,
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
         interactive: bool | None = None,
         reply_timeout: float = 900.0,
     ) -> None:
         self.user = user or console_user()
         self._stdin = stdin if stdin is not None else sys.stdin
         self._stdout = stdout if stdout is not None else sys.stdout
+        self._stderr = stderr if stderr is not None else sys.stderr
         self.interactive = self._stdin.isatty() if interactive is None else interactive
+        # input() edits lines with readline only on the process's own stdin and stdout.
+        self._readline = self.interactive and self._stdin is sys.stdin and self._stdout is sys.stdout
+        self._line_wanted = threading.Event()
+        self._saved_tty: list[Any] | None = None
         self._reply_timeout = reply_timeout
         self._rich = Console(file=self._stdout) if self.interactive else None
         self.streams = self.interactive  # a pipe gets each reply whole, as one write
@@ -80,7 +92,11 @@ class ConsoleAdapter(PlatformAdapter):
             return
         self._started = True
         loop = asyncio.get_running_loop()
-        reader = threading.Thread(target=self._read_lines, args=(loop,), name="console-stdin", daemon=True)
+        read = self._read_prompted if self._readline else self._read_lines
+        if self._readline:
+            with contextlib.suppress(OSError, termios.error):
+                self._saved_tty = termios.tcgetattr(self._stdin.fileno())
+        reader = threading.Thread(target=read, args=(loop,), name="console-stdin", daemon=True)
         reader.start()
         self._driver = asyncio.create_task(self._drive(handler), name="console")
         if self._rich is not None:
@@ -95,14 +111,23 @@ class ConsoleAdapter(PlatformAdapter):
         if driver is not None and not driver.done():
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
+        saved, self._saved_tty = self._saved_tty, None
+        if saved is not None:
+            with contextlib.suppress(OSError, termios.error):
+                termios.tcsetattr(self._stdin.fileno(), termios.TCSADRAIN, saved)
         self._started = False
+
+    @property
+    def watched(self) -> bool:
+        """A person reads this terminal: the chat is interactive, or stderr is a terminal."""
+        return self.interactive or (hasattr(self._stderr, "isatty") and self._stderr.isatty())
 
     def announce(self, text: str) -> None:
         """A line for the operator (not a chat message): Rich on a terminal, stderr from a pipe."""
         if self._rich is not None:
             self._rich.print(f"[bold yellow]{text}[/bold yellow]", highlight=False)
         else:
-            print(text, file=sys.stderr, flush=True)
+            print(text, file=self._stderr, flush=True)
 
     # output ------------------------------------------------------------------------------
     async def send(self, target: OutboundTarget, text: str) -> list[str]:
@@ -157,10 +182,29 @@ class ConsoleAdapter(PlatformAdapter):
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._lines.put_nowait, None)
 
+    def _read_prompted(self, loop: asyncio.AbstractEventLoop) -> None:
+        import readline  # noqa: F401  (imported for its effect: input() edits lines with it)
+
+        try:
+            while True:
+                self._line_wanted.wait()
+                self._line_wanted.clear()
+                line = input(PROMPT)
+                loop.call_soon_threadsafe(self._lines.put_nowait, line)
+        except EOFError:
+            pass
+        except (OSError, ValueError) as exc:
+            _log.warning("console input failed: %s", exc)
+        finally:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._lines.put_nowait, None)
+
     async def _drive(self, handler: InboundHandler) -> None:
         count = 0
         while True:
-            if self._rich is not None:
+            if self._readline:
+                self._line_wanted.set()
+            elif self._rich is not None:
                 self._rich.print(PROMPT, end="")
             line = await self._lines.get()
             if line is None:

@@ -1,5 +1,8 @@
 """How a reply looks on the interactive console: Markdown, and ``/context`` as a small table.
 
+A reply's single line breaks are line breaks, as in the chat apps (``/help``, ``/status`` are
+one item a line); plain Markdown would fold them into one paragraph.
+
 ``/context`` answers every platform with the same text bar chart (a code block, so chat apps
 keep its columns). A terminal can do better: the chart's rows are read back and drawn as a
 Rich table with a short bar per part.
@@ -18,6 +21,17 @@ from rich.table import Table
 _HEADER = re.compile(r"^Context: ([\d,]+) tokens \([\d.]+%\) of (?:the )?([\d,]+)[- ]token")
 _ROW = re.compile(r"^(\w+)\s+[█░]+\s+([\d,]+)\s+([\d.]+)%$")
 BAR = 12
+
+
+class ChatMarkdown(Markdown):
+    """Rich's Markdown, with each newline inside a paragraph kept as a line break."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(markup)
+        for block in self.parsed:
+            for token in block.children or ():
+                if token.type == "softbreak":
+                    token.type = "hardbreak"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,4 +87,4 @@ def context_table(chart: ContextChart) -> Table:
 def renderable(text: str) -> RenderableType:
     """What the console prints for a reply."""
     chart = parse_context_chart(text)
-    return context_table(chart) if chart is not None else Markdown(text)
+    return context_table(chart) if chart is not None else ChatMarkdown(text)

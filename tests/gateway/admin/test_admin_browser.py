@@ -64,7 +64,7 @@ async def test_log_in_find_search_and_open_a_hit_in_its_archived_context(
             seeded.session_id, UsageRecord("m", "chat", usage, 0.05 + 0.01 * (day % 5)), at=at
         )
     await page.goto(base + "/")
-    assert "missing or wrong admin token" in await page.text()
+    assert await page.evaluate("document.querySelector('form.login') !== null")  # the sign-in form
     await login(base, page)
     assert "telegram:100" in await page.text("table.sessions")
     await page.screenshot(ARTIFACTS / "sessions.png")
@@ -101,6 +101,29 @@ async def test_log_in_find_search_and_open_a_hit_in_its_archived_context(
         "!!document.querySelector('svg.usage-chart')"
     )
     await page.screenshot(ARTIFACTS / "usage.png")
+
+
+async def test_sign_in_with_the_form_after_a_wrong_token_lands_on_the_page_asked_for(
+    site: tuple[str, Page, Store],
+) -> None:
+    base, page, store = site
+    await seed(store)
+    await page.goto(base + "/usage?group=day")
+    assert await page.evaluate("document.activeElement.name") == "token"  # ready to paste into
+    assert await page.evaluate("document.querySelector('input[name=token]').type") == "password"
+    await page.screenshot(ARTIFACTS / "login.png")
+
+    await page.type_into("input[name=token]", "not-the-admin-token-at-all")
+    await page.click("form.login button")
+    assert "That is not the admin token" in await page.text("[role=alert]")
+    await page.screenshot(ARTIFACTS / "login-wrong-token.png")
+
+    await page.type_into("input[name=token]", TOKEN)
+    await page.click("form.login button")
+    assert await page.evaluate("location.pathname + location.search") == "/usage?group=day"
+    assert await page.evaluate("document.querySelector('svg.usage-chart') !== null")
+    await page.goto(base + "/")
+    assert "telegram:100" in await page.text("table.sessions")  # the cookie serves every page
 
 
 async def test_compact_now_behind_its_confirmation_then_read_the_audit(site: tuple[str, Page, Store]) -> None:

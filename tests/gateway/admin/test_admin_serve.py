@@ -14,7 +14,7 @@ import pytest
 
 from agent.errors import ConfigError
 from gateway.admin.app import create_app
-from gateway.admin.server import AdminServer
+from gateway.admin.server import AdminServer, page_url
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
@@ -93,6 +93,47 @@ async def test_admin_serve_answers_over_http_and_exits_0_on_sigterm(
     assert process.returncode == 0, stderr
     assert TOKEN.encode() not in stderr and b"Traceback" not in stderr
     assert b"admin API listening" in stderr
+
+
+async def test_admin_serve_prints_the_page_s_address_and_that_the_token_is_hygieia_admin_token(
+    env: dict[str, str],
+) -> None:
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "gateway.cli", "admin", "serve", "--host", "0.0.0.0", "--port", str(port)],
+        env={**env, "HYGIEIA_ADMIN_TOKEN": TOKEN},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 60)
+        second = await asyncio.wait_for(process.stdout.readline(), 10)
+        async with httpx.AsyncClient(timeout=5) as client:
+            form = await client.get(first.decode().split(": ", 1)[1].strip(), headers={"Accept": "text/html"})
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.communicate(), 20)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert first.decode().strip() == f"Admin page: http://127.0.0.1:{port}/"  # an address a browser opens
+    assert "HYGIEIA_ADMIN_TOKEN" in second.decode() and TOKEN not in second.decode()
+    assert form.status_code == 401 and 'action="/login"' in form.text  # what is there: the sign-in form
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8090/"),
+        ("0.0.0.0", "http://127.0.0.1:8090/"),
+        ("::", "http://[::1]:8090/"),
+        ("::1", "http://[::1]:8090/"),
+        ("admin.internal", "http://admin.internal:8090/"),
+    ],
+)
+def test_the_page_s_address_is_one_a_browser_can_open(host: str, url: str) -> None:
+    assert page_url(host, 8090) == url
 
 
 async def _when_up(client: httpx.AsyncClient, process: asyncio.subprocess.Process) -> httpx.Response:

@@ -55,3 +55,17 @@ async def test_the_usage_page_with_no_calls_says_so(store: Store) -> None:
     async with admin_client(store) as client:
         html = (await client.get("/usage")).text
     assert "no usage yet" in html and re.search(r"<b>\$0\.0000</b>cost", html)
+
+
+async def test_a_single_day_s_chart_still_draws_its_cache_hit_line(store: Store) -> None:
+    await costs(store)
+    async with admin_client(store) as client:
+        html = (await client.get("/usage", params={"since": "2026-11-01", "until": "2026-11-01"})).text
+    assert html.count('<rect class="bar"') == 1
+    line = re.search(r'<polyline class="ratio" points="([^"]+)"', html)
+    assert line is not None
+    points = [tuple(float(v) for v in p.split(",")) for p in line.group(1).split()]
+    assert len({x for x, _ in points}) >= 2  # a line has length: one point draws nothing
+    assert len({y for _, y in points}) == 1  # flat, at that day's ratio
+    svg_top, svg_bottom = 14, 200 - 30  # the plot's 100% and 0% (charts_usage TOP, HEIGHT - BOTTOM)
+    assert points[0][1] == round(svg_bottom - 0.8 * (svg_bottom - svg_top), 1)  # 80% cache hits

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import itertools
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -332,6 +334,37 @@ async def test_the_archived_pointer_names_exactly_what_its_compaction_archived(
     assert f'"compaction_id": "{first.record.id}"' in archived  # the older pointer is carried along
     page = await store.recall(session.id, compaction_id=second.record.id, limit=1000)
     assert page.total == second.record.messages_archived
+
+
+NOTE = re.compile(
+    r"^- \d+ messages \(([^)]*?)(?:, \d{4}-[^)]*)?\) are archived.*\"compaction_id\": \"(\w+)\"", re.M
+)
+RUN = re.compile(r"#(\d+)(?:–#(\d+))?")
+
+
+async def test_the_archived_ranges_of_a_summary_never_overlap(
+    engine: ContextCompressor, store: InMemoryStore, session: AgentSession
+) -> None:
+    for _ in range(4):  # the first compaction keeps the first exchange; the next one archives it
+        await persist(store, session.id, conversation(20, **LONG))
+        done = await compact(engine, store, session, trigger="in_loop")
+        assert done.record is not None
+    archived = summaries(done.messages)[0].text.split("## Archived\n")[1]
+    notes = {cid: [(int(a), int(b or a)) for a, b in RUN.findall(ids)] for ids, cid in NOTE.findall(archived)}
+    assert len(notes) == 4, archived
+    spans = sorted(span for runs in notes.values() for span in runs)
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end < start, archived
+    # Each compaction's runs hold what it archived verbatim, and nothing another one archived (an
+    # earlier summary it archived is not in them: that summary's own pointers are carried instead).
+    for compaction_id, runs in notes.items():
+        page = await store.recall(session.id, compaction_id=compaction_id, limit=1000)
+        ids = {m.id for m in page.messages if m.kind != "summary" and m.id is not None}
+        covered = {i for a, b in runs for i in range(a, b + 1)}
+        assert ids <= covered, (compaction_id, sorted(ids), runs)
+        for other, other_runs in notes.items():
+            if other != compaction_id:
+                assert not ids & {i for a, b in other_runs for i in range(a, b + 1)}
 
 
 async def test_phase_one_alone_prunes_old_tool_output(

@@ -35,3 +35,20 @@ def test_the_context_chart_renders_as_a_table_and_other_replies_as_markdown() ->
     Console(file=out, width=80).print(renderable(chart_text()))
     assert "history" in out.getvalue() and "30,000" in out.getvalue() and "```" not in out.getvalue()
     assert not isinstance(renderable("```\nprint('code')\n```"), Table)
+
+
+def _screen(text: str) -> list[str]:
+    out = io.StringIO()
+    Console(file=out, width=100).print(renderable(text))
+    return [line.rstrip() for line in out.getvalue().splitlines()]
+
+
+def test_single_line_breaks_of_a_reply_stay_line_breaks_on_the_console() -> None:
+    lines = _screen("Model: claude-sonnet-5-5\nMessages: 2 active, 0 archived\nCompactions: 0")
+    assert lines == ["Model: claude-sonnet-5-5", "Messages: 2 active, 0 archived", "Compactions: 0"]
+
+
+def test_markdown_still_renders_around_the_kept_line_breaks() -> None:
+    lines = _screen("**Usage**\nturns: 3\n\n```\ncode  stays\n```")
+    assert lines[:2] == ["Usage", "turns: 3"] and "**" not in "\n".join(lines)
+    assert any("code  stays" in line for line in lines)
