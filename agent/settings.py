@@ -33,6 +33,8 @@ class HooksSettings(BaseModel):
 
     pre_compact: list[str] = Field(default_factory=list)
     post_compact: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(10.0, gt=0)
+    """A hook still running after this long is abandoned (logged, skipped); the notes flush has its own."""
 
     @field_validator("pre_compact", "post_compact", mode="before")
     @classmethod
