@@ -22,7 +22,7 @@ WINDOW = 8000
 LINES = 30
 FILLER = "the greenhouse, the tomatoes, the watering plan and the fence on the north side; "
 REPO = Path(__file__).resolve().parents[2]
-HOOKS = "tests.gateway.misbehaving_hooks"
+HOOKS = "tests.agent.engines.hook_funcs"
 
 
 def lines() -> list[str]:
