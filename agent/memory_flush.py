@@ -6,17 +6,18 @@ every trigger (hygiene, in-loop, reactive, manual, the overnight sweep), since a
 the notes it already has, and may call the memory tool only to append or edit: ``create`` (a new
 file; an existing one is refused by the tool itself), ``str_replace``, ``insert`` and ``view``;
 ``delete`` and ``rename`` are refused, so no note is ever replaced wholesale or lost. Nothing is sent
-to the chat. What it wrote is handed to the summary as text to keep. A flush that fails or runs
-past ``compression.memory_flush_timeout_seconds`` is logged and skipped: the compaction goes on.
+to the chat. What it wrote is handed to the summary as text to keep. A flush that fails is logged and
+skipped: the compaction goes on. Registered through :meth:`MemoryFlush.as_hook`, it runs under
+``compression.memory_flush_timeout_seconds`` (the hooks' own bound, :mod:`agent.bounded`), not
+``hooks.timeout_seconds``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
-from agent.engines.hooks import PreCompact
+from agent.engines.hooks import Hook, PreCompact
 from agent.errors import LLMError, StoreError
 from agent.prompts import serialize_messages
 from agent.provider import LLMProvider, LLMRequest
@@ -66,15 +67,16 @@ class MemoryFlush:
             return None
         fields = {"session": event.session.id, "trigger": event.trigger}
         try:
-            written = await asyncio.wait_for(self._flush(event), self._settings.memory_flush_timeout_seconds)
-        except TimeoutError:
-            _log.warning("memory flush timed out: compacting without it", extra=fields)
-            return None
+            written = await self._flush(event)
         except (LLMError, StoreError) as exc:
             _log.warning("memory flush failed: %s; compacting without it", exc, extra=fields)
             return None
         _log.info("memory flush: %d note(s) written", len(written), extra=fields)
         return self._kept(written) if written else None
+
+    def as_hook(self) -> Hook:
+        """This flush as a pre_compact hook with its own time limit."""
+        return Hook(self, "memory flush", self._settings.memory_flush_timeout_seconds)
 
     async def _flush(self, event: PreCompact) -> list[str]:
         session = event.session

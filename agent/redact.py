@@ -90,8 +90,9 @@ _KEY_VALUE = re.compile(
 )
 _AUTH_HEADER = re.compile(r"(?i)\b(bearer|basic|authorization:[ \t]*token)([ \t]+)[A-Za-z0-9._~+/=-]{8,}")
 _API_KEY_HEADER = re.compile(r"(?i)\b(x-api-key|api-key|x-auth-token)([\"']?[ \t]*:[ \t]*)[^\s,;\"']+")
-# The password runs to the authority's last ``@`` (a password may hold one; a host never does).
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^\s/]+(@)")
+# The password runs to the authority's last ``@`` (a password may hold one; a host never does); the user
+# name may be empty (``redis://:password@host``), whatever the scheme.
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^\s/]+(@)")
 
 
 def _keep_key(match: re.Match[str]) -> str:

@@ -9,6 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
 DEFAULT_BUDGET_TOKENS = 200_000
+MAX_TOKEN_COUNT = 100_000_000
+"""The most a token count in the settings may say (no model's window comes near; a budget or
+window beyond it is a typo, and one past 2**31 would not fit the columns it is stored in)."""
 # The server-side strategies are listed but off until their own switch is on
 # (server_clear_tool_uses, server_compaction): each returns no strategy then.
 DEFAULT_STRATEGIES = ("snip", "server_clearing", "prune", "server_compaction", "summary", "reactive")
@@ -33,6 +36,8 @@ class HooksSettings(BaseModel):
 
     pre_compact: list[str] = Field(default_factory=list)
     post_compact: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(10.0, gt=0)
+    """A hook still running after this long is abandoned (logged, skipped); the notes flush has its own."""
 
     @field_validator("pre_compact", "post_compact", mode="before")
     @classmethod
@@ -60,7 +65,7 @@ class CompressionSettings(BaseModel):
     cooldown_seconds: float = Field(600.0, ge=0.0)
     max_consecutive_failures: int = Field(3, ge=1)
     tool_result_prune_chars: int = Field(200, ge=50)
-    budget_tokens: int | None = Field(DEFAULT_BUDGET_TOKENS, ge=1000)
+    budget_tokens: int | None = Field(DEFAULT_BUDGET_TOKENS, ge=1000, le=MAX_TOKEN_COUNT)
     """The context budget: thresholds apply to min(window, budget); None: the model's window."""
     prune_at: float = Field(0.35, gt=0.0, lt=1.0)
     """Share of the window where the no-call prune of old tool output fires (below ``threshold``)."""
@@ -122,15 +127,15 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    context_window: int | None = Field(None, ge=1000)
-    max_output: int | None = Field(None, ge=1)
-    min_cache_prefix: int | None = Field(None, ge=0)
+    context_window: int | None = Field(None, ge=1000, le=MAX_TOKEN_COUNT)
+    max_output: int | None = Field(None, ge=1, le=MAX_TOKEN_COUNT)
+    min_cache_prefix: int | None = Field(None, ge=0, le=MAX_TOKEN_COUNT)
     input_price: float | None = Field(None, ge=0)
     output_price: float | None = Field(None, ge=0)
     cache_write_5m_price: float | None = Field(None, ge=0)
     cache_write_1h_price: float | None = Field(None, ge=0)
     cache_read_price: float | None = Field(None, ge=0)
-    budget_tokens: int | None = Field(None, ge=1000)
+    budget_tokens: int | None = Field(None, ge=1000, le=MAX_TOKEN_COUNT)
 
 
 class PromptCachingSettings(BaseModel):

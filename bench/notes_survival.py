@@ -82,7 +82,7 @@ async def run(rounds: int) -> dict[str, Any]:
         )
         try:
             engine = ContextCompressor(settings, provider, summary_model="claude-haiku-4-5")
-            engine.hooks = CompactHooks(pre=[MemoryFlush(provider, store, settings)])
+            engine.hooks = CompactHooks(pre=[MemoryFlush(provider, store, settings).as_hook()])
             compactions = 0
             for r in range(rounds):
                 for i in range(12):

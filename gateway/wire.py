@@ -6,6 +6,7 @@ A shape is written in one place (intake, a scheduled run) and parsed in one plac
 
 from __future__ import annotations
 
+import re
 from typing import Literal, NotRequired, TypedDict
 
 AttachmentKind = Literal["photo", "document", "voice", "audio", "video", "sticker", "other"]
@@ -40,3 +41,14 @@ class InboxPayload(TypedDict):
     attachments: list[AttachmentPayload]
     truncated_from: int | None
     scheduled_task: NotRequired[str]
+
+
+# The bot's /compact confirmation quotes the focus it was given; an erasure finds the quote by this
+# shape (it always closes the confirmation's parenthesis) and replaces it.
+FOCUS_QUOTE = re.compile(r", focused on “.*”(?=\)\.\Z)", re.DOTALL)
+ERASED_FOCUS_QUOTE = ", focused on a text erased at a user's request"
+
+
+def focus_quote(focus: str) -> str:
+    """The /compact confirmation's quote of its focus (before the closing ``).``)."""
+    return f", focused on “{focus}”"

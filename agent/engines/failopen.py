@@ -10,11 +10,13 @@ is logged and counted, never raised into the turn.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from agent.bounded import Done, Failed, bounded_await, guarded
 from agent.context_engine import CompressionOutcome, CompressionSteps, ContextEngine
 from agent.context_plan import validate_plan, validate_projection
 from agent.engines.hooks import CompactHooks
@@ -35,6 +37,12 @@ if TYPE_CHECKING:
     from agent.tools.base import Tool
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# What a plugin's shape_request may change: server-side edits and caching, never what is said,
+# how long the answer may be, how it is sampled or whether the model thinks.
+SHAPEABLE = frozenset({"context_management", "compaction", "betas", "cache_control"})
 
 FailureSink = Callable[[str | None, EngineFailure], Awaitable[None]]
 
@@ -83,6 +91,20 @@ class FailOpen(ContextEngine):
         )
         return failure
 
+    def _failed(self, session: AgentSession | None, operation: str, failed: Failed) -> EngineFailure:
+        kind: EngineFailureKind = "timeout" if failed.kind == "timeout" else "raised"
+        return self._failure(session, operation, kind, failed.reason)
+
+    def _sync(
+        self, session: AgentSession | None, operation: str, call: Callable[..., T], *args: Any
+    ) -> Done[T] | None:
+        """``call(*args)`` guarded; None when it failed (reported)."""
+        outcome = guarded(call, *args)
+        if isinstance(outcome, Failed):
+            self._report(session, self._failed(session, operation, outcome))
+            return None
+        return outcome
+
     def _report(self, session: AgentSession | None, failure: EngineFailure) -> None:
         """Count a failure from a synchronous method (no outcome carries it): stored off the turn."""
         if self.sink is None:
@@ -107,11 +129,14 @@ class FailOpen(ContextEngine):
     def should_compress(
         self, session: AgentSession, state: ContextState, prompt_tokens: int, *, trigger: Trigger = "in_loop"
     ) -> bool:
-        try:
-            return self.primary.should_compress(session, state, prompt_tokens, trigger=trigger)
-        except Exception as exc:
-            self._report(session, self._failure(session, "should_compress", "raised", repr(exc)))
-            return self.fallback.should_compress(session, state, prompt_tokens, trigger=trigger)
+        answer = self._sync(
+            session,
+            "should_compress",
+            lambda: self.primary.should_compress(session, state, prompt_tokens, trigger=trigger),
+        )
+        if answer is not None:
+            return answer.value
+        return self.fallback.should_compress(session, state, prompt_tokens, trigger=trigger)
 
     # ---- how -------------------------------------------------------------------------------
 
@@ -164,18 +189,13 @@ class FailOpen(ContextEngine):
         try:
             while True:
                 work = anext(steps) if sent is None else steps.asend(sent)
-                try:
-                    outcome = await asyncio.wait_for(work, self.timeout_seconds)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    failure = self._failure(
-                        session, "compress", "timeout", f"no plan within {self.timeout_seconds:g} s"
-                    )
+                step = await bounded_await(work, self.timeout_seconds)
+                if isinstance(step, Failed):
+                    if isinstance(step.error, StopAsyncIteration):
+                        return
+                    failure = self._failed(session, "compress", step)
                     break
-                except Exception as exc:
-                    failure = self._failure(session, "compress", "raised", repr(exc))
-                    break
+                outcome = step.value
                 if outcome.plan is not None:
                     problems = validate_plan(session, state, view, outcome.plan)
                     if problems:
@@ -184,7 +204,9 @@ class FailOpen(ContextEngine):
                 sent = yield outcome
                 view = sent
         finally:
-            await steps.aclose()
+            closed = await bounded_await(steps.aclose(), self.timeout_seconds)
+            if isinstance(closed, Failed):
+                _log.warning("context engine %s could not be closed: %s", self.primary.name, closed.reason)
         # The built-in serves the rest of this compaction, from the view as it now stands.
         served = self.fallback.compress_steps(session, view, state, **kwargs)  # type: ignore[arg-type]
         try:
@@ -204,14 +226,13 @@ class FailOpen(ContextEngine):
     async def prune_tool_output(
         self, session: AgentSession, messages: list[ChatMessage], state: ContextState
     ) -> CompressionOutcome | None:
-        try:
-            outcome = await asyncio.wait_for(
-                self.primary.prune_tool_output(session, messages, state), self.timeout_seconds
-            )
-        except Exception as exc:
-            kind: EngineFailureKind = "timeout" if isinstance(exc, TimeoutError) else "raised"
-            failure = self._failure(session, "prune_tool_output", kind, repr(exc))
+        pruned = await bounded_await(
+            self.primary.prune_tool_output(session, messages, state), self.timeout_seconds
+        )
+        if isinstance(pruned, Failed):
+            failure = self._failed(session, "prune_tool_output", pruned)
         else:
+            outcome = pruned.value
             if outcome is None or outcome.plan is None:
                 return outcome
             problems = validate_plan(session, state, messages, outcome.plan)
@@ -226,11 +247,10 @@ class FailOpen(ContextEngine):
     def select_context(
         self, session: AgentSession, state: ContextState, messages: Sequence[ChatMessage]
     ) -> list[ChatMessage]:
-        try:
-            chosen = self.primary.select_context(session, state, messages)
-        except Exception as exc:
-            self._report(session, self._failure(session, "select_context", "raised", repr(exc)))
+        answer = self._sync(session, "select_context", self.primary.select_context, session, state, messages)
+        if answer is None:
             return self.fallback.select_context(session, state, messages)
+        chosen = answer.value
         problems = validate_projection(session, state, messages, chosen)
         if problems:
             failure = self._failure(session, "select_context", "invalid", "; ".join(problems))
@@ -239,18 +259,13 @@ class FailOpen(ContextEngine):
         return chosen
 
     def shape_request(self, session: AgentSession, state: ContextState, request: LLMRequest) -> LLMRequest:
-        # A plugin may add server-side edits, never change what is said: a shaped request with other
-        # messages, system or tools is refused like an invalid projection.
-        try:
-            shaped = self.primary.shape_request(session, state, request)
-        except Exception as exc:
-            self._report(session, self._failure(session, "shape_request", "raised", repr(exc)))
+        # A plugin may add server-side edits, never change what is said or how it is answered: a
+        # shaped request that changes anything but SHAPEABLE is refused like an invalid projection.
+        answer = self._sync(session, "shape_request", self.primary.shape_request, session, state, request)
+        if answer is None:
             return self.fallback.shape_request(session, state, request)
-        changed = [
-            name
-            for name in ("model", "messages", "system", "tools", "purpose")
-            if getattr(shaped, name) != getattr(request, name)
-        ]
+        shaped = answer.value
+        changed = _changed(request, shaped)
         if changed:
             reason = "the shaped request changes " + ", ".join(changed)
             self._report(session, self._failure(session, "shape_request", "invalid", reason))
@@ -262,36 +277,33 @@ class FailOpen(ContextEngine):
     def on_turn_complete(
         self, session: AgentSession, state: ContextState, messages: Sequence[ChatMessage]
     ) -> None:
-        try:
-            self.primary.on_turn_complete(session, state, messages)
-        except Exception as exc:
-            self._report(session, self._failure(session, "on_turn_complete", "raised", repr(exc)))
+        self._sync(session, "on_turn_complete", self.primary.on_turn_complete, session, state, messages)
 
     def on_response(
         self, session: AgentSession, state: ContextState, response: LLMResponse
     ) -> Sequence[StrategyRun]:
-        try:
-            return tuple(self.primary.on_response(session, state, response))
-        except Exception as exc:
-            self._report(session, self._failure(session, "on_response", "raised", repr(exc)))
-            return ()
+        answer = self._sync(
+            session, "on_response", lambda: tuple(self.primary.on_response(session, state, response))
+        )
+        return answer.value if answer is not None else ()
 
     def on_usage(self, session: AgentSession, state: ContextState, usage: Usage, prompt: PromptSize) -> None:
-        try:
-            self.primary.on_usage(session, state, usage, prompt)
-        except Exception as exc:
-            self._report(session, self._failure(session, "on_usage", "raised", repr(exc)))
+        if self._sync(session, "on_usage", self.primary.on_usage, session, state, usage, prompt) is None:
             self.fallback.on_usage(session, state, usage, prompt)
 
     def on_failure(self, session: AgentSession, state: ContextState, reason: str) -> None:
-        try:
-            self.primary.on_failure(session, state, reason)
-        except Exception as exc:
-            self._report(session, self._failure(session, "on_failure", "raised", repr(exc)))
+        self._sync(session, "on_failure", self.primary.on_failure, session, state, reason)
 
     def tools(self) -> Sequence[Tool]:
-        try:
-            return tuple(self.primary.tools())
-        except Exception as exc:
-            self._report(None, self._failure(None, "tools", "raised", repr(exc)))
-            return ()
+        answer = self._sync(None, "tools", lambda: tuple(self.primary.tools()))
+        return answer.value if answer is not None else ()
+
+
+def _changed(request: LLMRequest, shaped: object) -> list[str]:
+    """The fields ``shaped`` changes that a plugin may not change (every field, when it is not a request)."""
+    fields = [f.name for f in dataclasses.fields(LLMRequest)]
+    if not isinstance(shaped, LLMRequest):
+        return ["the request itself (not an LLMRequest)"]
+    return [
+        name for name in fields if name not in SHAPEABLE and getattr(shaped, name) != getattr(request, name)
+    ]

@@ -18,6 +18,7 @@ from datetime import datetime
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Literal
 
+from agent.bounded import Failed, guarded
 from agent.clock import utcnow
 from agent.context_engine import CompressionOutcome, CompressionSteps, ContextEngine
 from agent.engines.compressor.pipeline import CostOrderedCompressor
@@ -40,8 +41,17 @@ BUILTIN_ENGINES = ("compressor", "sliding")
 MAX_SESSION_ENGINES = 4096
 
 
-class UnknownEngine(ValueError):
+class EngineUnavailable(ValueError):
+    """The engine ``context.engine`` names cannot serve; the message says why in one line."""
+
+
+class UnknownEngine(EngineUnavailable):
     """``context.engine`` names no installed engine; the message lists the installed ones."""
+
+
+class BrokenEngine(EngineUnavailable):
+    """A plugin engine whose import fails or exits, or whose factory fails or returns something
+    other than a :class:`ContextEngine`; the message names the plugin and the cause."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +65,8 @@ class EngineDeps:
     cache_ttl_seconds: float = 300.0
     breaker_fallback: Literal["extractive", "sliding"] = "extractive"
     clock: Callable[[], datetime] = field(default=utcnow)
+    timeout_seconds: float | None = None
+    """``context.timeout_seconds``: the built-in compressor's own outer limit per step."""
 
 
 EngineFactory = Callable[[EngineDeps], ContextEngine]
@@ -69,6 +81,7 @@ def _compressor(deps: EngineDeps) -> ContextEngine:
         prices=deps.prices,
         cache_ttl_seconds=deps.cache_ttl_seconds,
         breaker_fallback=deps.breaker_fallback,
+        timeout_seconds=deps.timeout_seconds,
     )
 
 
@@ -107,10 +120,13 @@ def engine_factory(name: str) -> EngineFactory:
     plugin = _plugins().get(name)
     if plugin is None:
         raise UnknownEngine(unknown_engine_message(name))
-    loaded = plugin.load()
-    if not callable(loaded):
-        raise UnknownEngine(f"context engine {name!r} ({plugin.value}) is not callable")
-    factory: EngineFactory = loaded
+    # A plugin's import is code we do not own: whatever it raises (an exit included) is one line.
+    loaded = guarded(plugin.load)
+    if isinstance(loaded, Failed):
+        raise BrokenEngine(f"context engine {name!r} ({plugin.value}) cannot be loaded: {loaded.reason}")
+    if not callable(loaded.value):
+        raise BrokenEngine(f"context engine {name!r} ({plugin.value}) is not callable")
+    factory: EngineFactory = loaded.value
     return factory
 
 
@@ -240,21 +256,28 @@ def build_engine(
 ) -> ContextEngine:
     """The engine ``context.engine`` names, ready to serve: per session unless it shares state,
     behind :class:`FailOpen` unless it is the built-in compressor itself. Raises
-    :class:`UnknownEngine` for an unknown name."""
+    :class:`UnknownEngine` for an unknown name, :class:`BrokenEngine` for a plugin that cannot be
+    loaded or built."""
     name = context.engine
     factory = engine_factory(name)
     hooks = hooks or CompactHooks()
 
     def make() -> ContextEngine:
-        return factory(deps)
+        engine = factory(deps)
+        if not isinstance(engine, ContextEngine):
+            raise TypeError(f"its factory returned {type(engine).__name__}, not a ContextEngine")
+        return engine
 
-    first = make()
+    built = guarded(make)
+    if isinstance(built, Failed):
+        raise BrokenEngine(f"context engine {name!r} cannot be built: {built.reason}")
+    first = built.value
     engine: ContextEngine = first if first.shares_state else PerSession(make, first)
     engine.hooks = hooks
     if name == "compressor":
         return engine
     fallback = _compressor(deps)
-    guarded = FailOpen(engine, fallback, timeout_seconds=context.timeout_seconds, sink=sink)
-    guarded.hooks = hooks
+    served = FailOpen(engine, fallback, timeout_seconds=context.timeout_seconds, sink=sink)
+    served.hooks = hooks
     _log.info("context engine %s (the built-in compressor serves when it fails)", name)
-    return guarded
+    return served

@@ -75,16 +75,18 @@ async def run_checks(settings: Settings, *, contact_endpoints: bool) -> list[Che
 
 
 def _check_context_engine(settings: Settings) -> Check:
-    """``context.engine`` names an installed engine, and every configured strategy exists."""
+    """``context.engine`` names an installed engine that can be built (a plugin is imported and its
+    factory called, as ``hygieia run`` does), and every configured strategy exists."""
     # Imported here: the doctor must not load the agent for the checks that do not need it.
-    from agent.engines.registry import UnknownEngine, check_engine_name
     from agent.engines.strategies.base import UnknownStrategy, load_strategy
+    from agent.offline import OfflineProvider
+    from gateway.runner.models import build_context_engine
 
     name = settings.context.engine
     try:
-        check_engine_name(name)
+        build_context_engine(settings, OfflineProvider())
         strategies = [s for s in settings.compression.strategies if load_strategy(s, settings.compression)]
-    except (UnknownEngine, UnknownStrategy) as exc:
+    except (ConfigError, UnknownStrategy) as exc:
         return Check("context engine", "fail", str(exc))
     detail = name if name != "compressor" else f"compressor: {' -> '.join(strategies) or 'no strategies'}"
     return Check("context engine", "ok", detail)

@@ -10,6 +10,7 @@ from pydantic_settings import (
     NoDecode,
 )
 
+from agent.settings import MAX_TOKEN_COUNT
 from gateway.local_time import check_timezone, parse_clock, parse_quiet_hours
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -149,7 +150,7 @@ class ChatOverride(BaseModel):
     system_prompt: str | None = None
     model: str | None = None
     summary_model: str | None = None
-    budget_tokens: int | None = Field(None, ge=1000)
+    budget_tokens: int | None = Field(None, ge=1000, le=MAX_TOKEN_COUNT)
     """The session's window is min(the model's window, this)."""
     compaction_notice: Literal["off", "on_failure", "always"] | None = None
 

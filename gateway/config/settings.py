@@ -15,6 +15,7 @@ from pydantic_settings import (
 from agent.settings import (
     DEFAULT_MODEL,
     DEFAULT_SUMMARY_MODEL,
+    MAX_TOKEN_COUNT,
     CompressionSettings,
     ContextSettings,
     HooksSettings,
@@ -64,7 +65,7 @@ class Settings(BaseSettings):
     )
     model: str = DEFAULT_MODEL
     summary_model: str = DEFAULT_SUMMARY_MODEL
-    context_window: int | None = Field(None, ge=1000)
+    context_window: int | None = Field(None, ge=1000, le=MAX_TOKEN_COUNT)
 
     telegram_bot_token: SecretStr | None = Field(
         None, validation_alias=AliasChoices("TELEGRAM_BOT_TOKEN", "telegram_bot_token")

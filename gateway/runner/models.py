@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent.context_engine import ContextEngine
 from agent.engines.failopen import FailureSink
 from agent.engines.hooks import load_hooks
-from agent.engines.registry import EngineDeps, UnknownEngine, build_engine
+from agent.engines.registry import EngineDeps, EngineUnavailable, build_engine
 from agent.engines.strategies.base import UnknownStrategy
 from agent.errors import ConfigError
 from agent.llm import AnthropicProvider
@@ -40,7 +40,7 @@ def build_context_engine(
 ) -> ContextEngine:
     """The engine ``context.engine`` names, with the configured hooks (and, given the store, the
     memory flush before each summary); an unknown name is a ConfigError whose one line lists the
-    installed engines."""
+    installed engines, a plugin that cannot be loaded or built one that names it and the cause."""
     deps = EngineDeps(
         compression=settings.compression,
         provider=provider,
@@ -48,15 +48,16 @@ def build_context_engine(
         prices=settings.model_prices or None,
         cache_ttl_seconds=CACHE_TTL_SECONDS[settings.prompt_caching.cache_ttl],
         breaker_fallback=settings.context.breaker_fallback,
+        timeout_seconds=settings.context.timeout_seconds,
     )
-    hooks = load_hooks(settings.hooks.as_config())
+    hooks = load_hooks(settings.hooks.as_config(), timeout_seconds=settings.hooks.timeout_seconds)
     if store is not None and settings.compression.memory_flush:
         # First: the notes it writes are there for every other hook and for the summary.
         flush = MemoryFlush(provider, store, settings.compression, prices=settings.model_prices or None)
-        hooks.pre.insert(0, flush)
+        hooks.pre.insert(0, flush.as_hook())
     try:
         return build_engine(settings.context, deps, hooks=hooks, sink=sink)
-    except (UnknownEngine, UnknownStrategy) as exc:
+    except (EngineUnavailable, UnknownStrategy) as exc:
         raise ConfigError(str(exc)) from None
 
 

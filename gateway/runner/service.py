@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.context_engine import ContextEngine
-from agent.engines.registry import UnknownEngine, check_engine_name
-from agent.errors import ConfigError
 from agent.loop import AgentLoop
 from agent.provider import LLMProvider
 from agent.tools import ToolRegistry, default_registry
@@ -81,15 +79,12 @@ class ElectedIntakes:
         return None if self._cluster is None else self._cluster.intake(platform)
 
 
-async def open_store(settings: Settings, *, migrate: bool) -> tuple[Database, Store]:
-    """The database (upgraded to head first, unless told not to) and the store over it."""
+async def open_database(settings: Settings, db: Database, *, migrate: bool) -> None:
+    """Connect ``db``, upgraded to head first unless told not to."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    url = settings.resolved_database_url
     if migrate:
-        await upgrade_to_head(url)
-    db = Database(url)
+        await upgrade_to_head(settings.resolved_database_url)
     await db.connect()
-    return db, Store(db)
 
 
 def build_tools(
@@ -208,13 +203,15 @@ class Service:
         lease_seconds: float | None = None,
         role: str = "all",
     ) -> Service:
-        # An engine that cannot be built stops the start before anything else is touched.
-        try:
-            check_engine_name(settings.context.engine)
-        except UnknownEngine as exc:
-            raise ConfigError(str(exc)) from None
         checked = check_role(role, dialect_of(settings))
-        db, store = await open_store(settings, migrate=migrate)
+        # The engine (a plugin's import and factory included) is built before the database is
+        # opened or migrated: one that cannot be built stops the start with nothing touched. The
+        # store it is handed is not connected yet; it is used only once the service runs.
+        db = Database(settings.resolved_database_url)
+        store = Store(db)
+        provider = provider if provider is not None else build_provider(settings)
+        engine = build_context_engine(settings, provider, sink=store.record_engine_failure, store=store)
+        await open_database(settings, db, migrate=migrate)
         worker_id = default_worker_id()
         clustered = db.dialect == "postgresql"
         if clustered and settings.cluster.shared_rate_limits:
@@ -226,8 +223,6 @@ class Service:
         if clustered:
             own = {**plan.senders, **{a.name: a for a in plan.local}}
             routes = SendRoutes(own, intakes, [a.name for a in adapters])
-        provider = provider if provider is not None else build_provider(settings)
-        engine = build_context_engine(settings, provider, sink=store.record_engine_failure, store=store)
         tools, tasks = build_tools(settings, store, engine)
         agent = build_agent(settings, provider, store, engine, tools)
         delivery = build_delivery(settings, db, store, routes, owner=worker_id if clustered else None)

@@ -29,6 +29,7 @@ from gateway.scheduling.tasks import TaskBook
 from gateway.store.engine_ops import SessionStrategyRuns, strategy_overview
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
+from gateway.wire import focus_quote
 
 _log = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ async def _compact(ctx: CommandContext, focus: str) -> str:
         return f"Nothing was compacted ({reason})."
     record = result.record
     summaries = sum(1 for m in result.messages if m.kind == "summary")
-    focus_note = f", focused on “{focus}”" if focus else ""
+    focus_note = focus_quote(focus) if focus else ""
     return (
         f"Compacted {record.messages_archived} messages -> {summaries} summary + "
         f"{len(result.messages) - summaries} "

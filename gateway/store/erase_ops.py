@@ -18,7 +18,9 @@ Where the erased messages opened a session's active view, a short notice takes t
 the view still starts with a user turn, as the API requires.
 
 The focus text of the compactions of the sessions they wrote in, or sent anything to, is cleared
-too: a compaction does not record who asked (``/compact <focus>``), and a focus is only a hint.
+too: a compaction does not record who asked (``/compact <focus>``), and a focus is only a hint. So
+is the bot's own ``/compact`` confirmation's quote of it in those sessions' outbox rows (the rest of
+that reply stays, as every reply of the bot does).
 
 Then the bytes go (after the commit, see :func:`reclaim`): SQLite runs with ``secure_delete``, so
 deleted rows are zeroed; the search index is merged (old segments still hold the words) and the WAL
@@ -50,8 +52,9 @@ from gateway.store.base import Repo, bump_view, chunks
 from gateway.store.convert import stored_content
 from gateway.store.db import Database
 from gateway.store.message_ops import row_values
-from gateway.store.models import compactions, inbox, memories, messages, scheduled_tasks, sessions
+from gateway.store.models import compactions, inbox, memories, messages, outbox, scheduled_tasks, sessions
 from gateway.store.task_ops import RUN_PREFIX
+from gateway.wire import ERASED_FOCUS_QUOTE, FOCUS_QUOTE
 
 _log = logging.getLogger(__name__)
 
@@ -80,6 +83,8 @@ class EraseCounts:
     tasks: int = 0
     notices: int = 0
     focus_texts: int = 0
+    focus_quotes: int = 0
+    """The bot's /compact confirmations whose quote of a focus text is redacted."""
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -95,10 +100,12 @@ class _Plan:
     memories: int
     tasks: list[str]
     focus: list[str]  # compactions whose focus text goes
+    quotes: list[int]  # outbox rows (the bot's /compact confirmations) quoting a focus text
 
     def counts(self, notices: int = 0) -> EraseCounts:
         return EraseCounts(
             focus_texts=len(self.focus),
+            focus_quotes=len(self.quotes),
             messages=len(self.victims),
             sessions=len(self.sessions),
             summaries_redacted=len(self.summaries),
@@ -189,33 +196,52 @@ async def _plan(s: AsyncSession, platform: str, user_id: str) -> _Plan:
     keys = set(scopes)
     for ids_part in chunks(inbox_ids):
         keys.update((await s.scalars(select(inbox.c.session_key).where(inbox.c.id.in_(ids_part)))).all())
-    focus = await _focused(s, session_ids, sorted(keys))
-    return _Plan(victim_ids, session_ids, summaries, [int(i) for i in inbox_ids], scopes, count, tasks, focus)
+    focused = await _focused(s, session_ids, sorted(keys))
+    quotes = await _quoting(s, sorted({session_id for _, session_id in focused}))
+    return _Plan(
+        victim_ids,
+        session_ids,
+        summaries,
+        [int(i) for i in inbox_ids],
+        scopes,
+        count,
+        tasks,
+        sorted({compaction_id for compaction_id, _ in focused}),
+        quotes,
+    )
 
 
-async def _focused(s: AsyncSession, session_ids: Sequence[str], keys: Sequence[str]) -> list[str]:
-    """Compactions with a focus text in the sessions the user wrote in or sent to (by id or key)."""
-    found: set[str] = set()
+async def _focused(s: AsyncSession, session_ids: Sequence[str], keys: Sequence[str]) -> list[tuple[str, str]]:
+    """Compactions with a focus text in the sessions the user wrote in or sent to (by id or key):
+    (compaction, its session)."""
+    found: set[tuple[str, str]] = set()
     for part in chunks(list(session_ids)):
-        found.update(
-            (
-                await s.scalars(
-                    select(compactions.c.id).where(
-                        compactions.c.session_id.in_(part), compactions.c.focus.is_not(None)
-                    )
-                )
-            ).all()
+        rows = await s.execute(
+            select(compactions.c.id, compactions.c.session_id).where(
+                compactions.c.session_id.in_(part), compactions.c.focus.is_not(None)
+            )
         )
+        found.update((str(r.id), str(r.session_id)) for r in rows)
     for part in chunks(list(keys)):
-        found.update(
-            (
-                await s.scalars(
-                    select(compactions.c.id)
-                    .join(sessions, sessions.c.id == compactions.c.session_id)
-                    .where(sessions.c.key.in_(part), compactions.c.focus.is_not(None))
-                )
-            ).all()
+        rows = await s.execute(
+            select(compactions.c.id, compactions.c.session_id)
+            .join(sessions, sessions.c.id == compactions.c.session_id)
+            .where(sessions.c.key.in_(part), compactions.c.focus.is_not(None))
         )
+        found.update((str(r.id), str(r.session_id)) for r in rows)
+    return sorted(found)
+
+
+async def _quoting(s: AsyncSession, session_ids: Sequence[str]) -> list[int]:
+    """The outbox rows of ``session_ids`` whose text quotes a /compact focus."""
+    found: list[int] = []
+    for part in chunks(list(session_ids)):
+        rows = await s.execute(
+            select(outbox.c.id, outbox.c.text).where(
+                outbox.c.session_id.in_(part), outbox.c.text.contains(", focused on “")
+            )
+        )
+        found += [int(r.id) for r in rows if FOCUS_QUOTE.search(r.text)]
     return sorted(found)
 
 
@@ -279,6 +305,11 @@ class EraseOps(Repo):
                 await s.execute(delete(scheduled_tasks).where(scheduled_tasks.c.id.in_(task_ids)))
             for focused in chunks(plan.focus):
                 await s.execute(update(compactions).where(compactions.c.id.in_(focused)).values(focus=None))
+            for quoting in chunks(plan.quotes):
+                rows = await s.execute(select(outbox.c.id, outbox.c.text).where(outbox.c.id.in_(quoting)))
+                for row in rows.all():
+                    redacted = FOCUS_QUOTE.sub(ERASED_FOCUS_QUOTE, row.text)
+                    await s.execute(update(outbox).where(outbox.c.id == row.id).values(text=redacted))
             notices = 0
             for session_id in plan.sessions:
                 notices += await _open_with_user_turn(s, session_id)
@@ -289,7 +320,7 @@ class EraseOps(Repo):
                 else None
             )
         self._views.drop(*plan.sessions)
-        if plan.victims or plan.inbox or plan.memories or plan.tasks or plan.focus:
+        if plan.victims or plan.inbox or plan.memories or plan.tasks or plan.focus or plan.quotes:
             await reclaim(self._db, after_xid=xid)
         return plan.counts(notices)
 
@@ -317,7 +348,7 @@ class EraseOps(Repo):
 
 FTS_TABLES = ("messages_fts", "messages_fts_trgm")
 """SQLite's search indexes: their merged-away segments still hold the words of deleted rows."""
-RECLAIMED_TABLES = ("messages", "inbox", "memories", "scheduled_tasks", "compactions")
+RECLAIMED_TABLES = ("messages", "inbox", "memories", "scheduled_tasks", "compactions", "outbox")
 """The tables an erasure deletes from or rewrites, whose dead bytes must go."""
 
 

@@ -64,7 +64,7 @@ def flushing(
 ) -> Callable[[LLMProvider], ContextCompressor]:
     def build(provider: LLMProvider) -> ContextCompressor:
         engine = ContextCompressor(settings, provider, summary_model=SUMMARY_MODEL)
-        engine.hooks = CompactHooks(pre=[MemoryFlush(provider, store, settings)])
+        engine.hooks = CompactHooks(pre=[MemoryFlush(provider, store, settings).as_hook()])
         return engine
 
     return build

@@ -132,6 +132,7 @@ SHAPES: list[tuple[str, str, str]] = [
         "4f6e9a2b8c1d7e3f5a9b2c8d1e7f3a5b9c2d8e1f7a3b5c9d2e8f1a7b3c5d9e2f",
     ),
     ("url password with @", "postgresql://app:p@ss@w0rd@db:5432/h", "ss@w0rd"),
+    ("url password, empty user", "redis://:hunter2secret@cache:6379/0", "hunter2secret"),
     (
         "url-encoded telegram token",
         "GET /hook?u=https%3A%2F%2Fapi.telegram.org%2Fbot123456789%3AAAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
@@ -214,6 +215,18 @@ def best_of_three(run: Callable[[], object]) -> float:
 
 
 @pytest.mark.parametrize(
+    "scheme",
+    ["redis", "rediss", "amqp", "amqps", "mongodb+srv", "postgresql+psycopg", "mysql", "https", "ftp"],
+)
+@pytest.mark.parametrize("user", ["", "default", "app.user"])
+def test_a_url_password_is_redacted_for_every_scheme_with_or_without_a_user(scheme: str, user: str) -> None:
+    text = f"connect with {scheme}://{user}:Zx9-hunter2-secret@host.internal:6379/0 now"
+    cleaned = redact(text)
+    assert "hunter2" not in cleaned
+    assert cleaned == f"connect with {scheme}://{user}:{REDACTED}@host.internal:6379/0 now"
+
+
+@pytest.mark.parametrize(
     "unit",
     [
         "a_",
@@ -221,6 +234,8 @@ def best_of_three(run: Callable[[], object]) -> float:
         'token:"',
         "password=",
         "://a:",
+        "://:",
+        "://:a@",
         "-----BEGIN PRIVATE KEY-----",
         "1" * 12 + ":",
         "eyJ" + "a" * 9 + ".",

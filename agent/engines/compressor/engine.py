@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from itertools import islice
 
+from agent.bounded import Failed, bounded_await
 from agent.clock import Clock, utcnow
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.engines import veto_rest
@@ -76,6 +77,10 @@ BREAKER_MAX_SECONDS = 4 * 3600
 CONTEXT_CHANGE_RATIO = 1.10
 
 
+class _OutOfTime(Exception):
+    """The compaction step ran past ``context.timeout_seconds``."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Written:
     """A summary body (None: no summary, the session stays as it was), why, and what it cost."""
@@ -99,8 +104,12 @@ class ContextCompressor(ContextEngine):
         summary_model: str,
         clock: Clock = utcnow,
         prices: dict[str, tuple[float, float]] | None = None,
+        timeout_seconds: float | None = None,
     ) -> None:
         self.settings = settings
+        # The outer limit of one compaction step (``context.timeout_seconds``): past it the model's
+        # summary is abandoned and the extractive one stands in.
+        self.timeout_seconds = timeout_seconds
         self.provider = provider
         self.summary_model = settings.summary_model or summary_model
         self.clock = clock
@@ -385,9 +394,14 @@ class ContextCompressor(ContextEngine):
         reason = "summarizer paused (breaker or cooldown)"
         cut_off = False
         log_fields = {"session": attempt.session.id, "trigger": attempt.trigger}
+        timed_out = False
         if use_model:
             try:
-                body = await self._summarizer_for(attempt.session).summarize(job, records)
+                body = await self._summary_in_time(attempt, job, records)
+            except _OutOfTime as exc:
+                timed_out, reason = True, str(exc)
+                self._record_failure(attempt.state)
+                _log.warning("%s: the extractive summary stands in", reason, extra=log_fields)
             except (AuthenticationFailed, SpendLimitReached) as exc:
                 _log.warning("compaction aborted: %s", exc, extra=log_fields)
                 return _Written(None, f"summarizer refused: {exc}", tuple(records))
@@ -406,12 +420,30 @@ class ContextCompressor(ContextEngine):
         usage = tuple(records)
         if body is not None:
             return _Written(body, "summarized", usage, "ok")
-        if not (must_shrink or cut_off):
+        if not (must_shrink or cut_off or timed_out):
             return _Written(None, reason, usage)
         fallback = await extractive_summary_off_loop(
             job.content, budget_tokens=job.budget, previous_summary=job.previous
         )
         return _Written(redact(fallback), reason, usage, "fallback")
+
+    async def _summary_in_time(
+        self, attempt: Attempt, job: SummaryJob, records: list[UsageRecord]
+    ) -> str | None:
+        """The model's summary within what is left of the step's time limit; _OutOfTime past it."""
+        work = self._summarizer_for(attempt.session).summarize(job, records)
+        if self.timeout_seconds is None:
+            return await work
+        left = self.timeout_seconds - (time.perf_counter() - attempt.started)
+        outcome = await bounded_await(work, max(0.0, left))
+        if isinstance(outcome, Failed):
+            if outcome.kind == "timeout":
+                raise _OutOfTime(
+                    f"compaction past its {self.timeout_seconds:g} s limit (context.timeout_seconds)"
+                )
+            assert outcome.error is not None
+            raise outcome.error
+        return outcome.value
 
     def on_failure(self, session: AgentSession, state: ContextState, reason: str) -> None:
         """A plan the store refused is a failure like a failed summary: cooldown, breaker count."""

@@ -49,8 +49,16 @@ class CostOrderedCompressor(ContextCompressor):
         prices: dict[str, tuple[float, float]] | None = None,
         cache_ttl_seconds: float = 300.0,
         breaker_fallback: Literal["extractive", "sliding"] = "extractive",
+        timeout_seconds: float | None = None,
     ) -> None:
-        super().__init__(settings, provider, summary_model=summary_model, clock=clock, prices=prices)
+        super().__init__(
+            settings,
+            provider,
+            summary_model=summary_model,
+            clock=clock,
+            prices=prices,
+            timeout_seconds=timeout_seconds,
+        )
         self.cache_ttl_seconds = cache_ttl_seconds
         self.breaker_fallback = breaker_fallback
         # The tool definitions of the last chat request: a server-side compaction sends the

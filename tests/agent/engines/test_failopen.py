@@ -12,6 +12,7 @@ import pytest
 from agent.context_engine import CompressionOutcome, ContextEngine
 from agent.engines.compressor.pipeline import CostOrderedCompressor
 from agent.engines.failopen import FailOpen
+from agent.offline import OfflineProvider
 from agent.provider import LLMProvider, LLMRequest
 from agent.server_context import CLEAR_TOOL_USES, CONTEXT_MANAGEMENT_BETA, ClearToolUsesEdit
 from agent.settings import CompressionSettings
@@ -205,3 +206,43 @@ async def test_a_failing_request_shaper_is_counted_and_the_request_goes_out_whol
     sent = body["messages"]
     assert isinstance(sent, list) and len(sent) > 1
     assert "context_management" not in body
+
+
+ASKED = LLMRequest(
+    model="claude-sonnet-5-5",
+    messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+    max_tokens=4096,
+    temperature=0.5,
+    thinking={"type": "adaptive"},
+)
+
+
+class Reshapes(_Shaper):
+    def __init__(self, **changes: object) -> None:
+        self.changes = changes
+
+    def shape_request(self, session: AgentSession, state: ContextState, request: LLMRequest) -> LLMRequest:
+        return dataclasses.replace(request, **self.changes)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"max_tokens": 1}, {"temperature": 2.0}, {"thinking": None}],
+    ids=["max-tokens-4096-to-1", "temperature-0.5-to-2.0", "thinking-dropped"],
+)
+async def test_a_shaper_that_changes_the_answer_length_sampling_or_thinking_is_refused(
+    changes: dict[str, object],
+) -> None:
+    fallback = CostOrderedCompressor(CompressionSettings(), OfflineProvider(), summary_model=SUMMARY_MODEL)
+    failures: list[EngineFailure] = []
+
+    async def sink(session_id: str | None, failure: EngineFailure) -> None:
+        failures.append(failure)
+
+    engine = FailOpen(Reshapes(**changes), fallback, timeout_seconds=0.5, sink=sink)
+    sent = engine.shape_request(make_session(context_window=WINDOW), ContextState(), ASKED)
+    await asyncio.sleep(0.05)
+    assert (sent.max_tokens, sent.temperature, sent.thinking) == (4096, 0.5, {"type": "adaptive"})
+    [failure] = failures
+    assert (failure.operation, failure.kind) == ("shape_request", "invalid")
+    assert next(iter(changes)) in failure.reason

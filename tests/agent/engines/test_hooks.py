@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from pathlib import Path
 
@@ -172,3 +173,29 @@ async def test_a_vetoed_compaction_is_asked_again_once_the_view_has_grown() -> N
         assert len(events) == 1  # the view barely grew: the same veto is not asked for again
         await r.turn("a long paste: " + "lorem ipsum dolor sit amet " * 200)  # ~12% more
         assert [e.trigger for e in events] == ["in_loop", "in_loop"]
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [hook_funcs.hangs, hook_funcs.hangs_in_a_thread, hook_funcs.cancels_itself],
+    ids=["hangs", "hangs-in-a-thread", "cancels-itself"],
+)
+async def test_a_hook_that_never_returns_is_abandoned_at_its_limit_and_the_compaction_goes_on(
+    hook: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[CompactionRecord] = []
+    hooks = CompactHooks(pre=[hook, hook_funcs.keep_rule], post=[hook, seen.append], timeout_seconds=0.3)  # type: ignore[list-item]
+    fake, _, records = await asyncio.wait_for(compact_once(hooks), 20)
+    assert records and seen == records
+    assert "RULE-42" in summary_prompts(fake)[0]
+    failed = [r for r in caplog.records if r.name == "agent.engines.hooks"]
+    assert [r.getMessage().split(" hook ")[0] for r in failed] == ["pre_compact", "post_compact"]
+
+
+async def test_the_callers_own_cancellation_still_propagates_through_a_hanging_hook() -> None:
+    hooks = CompactHooks(pre=[hook_funcs.hangs], timeout_seconds=60)
+    task = asyncio.create_task(compact_once(hooks))
+    await asyncio.sleep(1.0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)

@@ -106,6 +106,23 @@ async def test_other_bad_values_are_400_naming_the_field(store: Store) -> None:
     assert await store.list_admin_overrides() == []
 
 
+async def test_a_budget_past_what_a_column_holds_is_a_400_not_a_500(store: Store) -> None:
+    async with admin_client(store) as client:
+        for budget in (2**63, 2**31, -(2**63)):
+            body = {"platform": "telegram", "chat": "1", "budget_tokens": budget}
+            answer = await client.post("/api/overrides", json=body)
+            assert answer.status_code == 400, (budget, answer.text)
+            assert "budget_tokens" in answer.json()["error"]
+    assert await store.list_admin_overrides() == []
+
+
+def test_every_integer_of_a_chat_override_is_bounded() -> None:
+    for name, info in ChatOverride.model_fields.items():
+        if "int" in str(info.annotation):
+            bounds = {type(m).__name__ for m in info.metadata}
+            assert {"Ge", "Le"} <= bounds, name
+
+
 async def test_a_model_named_under_models_in_the_config_is_accepted(store: Store) -> None:
     app = create_app(store, token=TOKEN, known_model=lambda model: model == "my-proxy-model")
     async with httpx.AsyncClient(

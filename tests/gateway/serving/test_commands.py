@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import select
 
 from agent.server_context import record_strategy_run
 from agent.types import SearchFilters, StrategyRun
 from gateway.serving.commands import parse_command, render_bars
+from gateway.store.models import outbox
 from gateway.store.repository import Store
 from tests.gateway.conftest import Rig, gateway_rig, is_summarizer_call
 
@@ -289,3 +291,19 @@ async def test_commands_run_in_order_with_messages(rig: Rig) -> None:
     assert rig.adapter.texts[0] == "reply: first"
     assert "1 model call" in rig.adapter.texts[1]  # counted after the first answer, before the second
     assert rig.adapter.texts[2] == "reply: second"
+
+
+async def test_an_erasure_redacts_the_focus_the_compact_confirmation_quotes(rig: Rig) -> None:
+    await _grow(rig, 30)
+    await rig.say("/compact the quetzalcoatl budget")
+    await rig.settle()
+    assert "quetzalcoatl" in rig.adapter.texts[-1]
+    session_id = await rig.session_id()
+    counts = await rig.store.erase_user("test", "u1")
+    assert counts.focus_quotes == 1
+    async with rig.store.db.transaction(write=False) as s:
+        texts = list((await s.scalars(select(outbox.c.text).where(outbox.c.session_id == session_id))).all())
+    assert texts and not any("quetzalcoatl" in t for t in texts)
+    [confirmation] = [t for t in texts if t.startswith("Compacted ")]
+    assert confirmation.endswith(", focused on a text erased at a user's request).")
+    assert "reply: message 0" in " ".join(texts)  # the bot's other replies stay

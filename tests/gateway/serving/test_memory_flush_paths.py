@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.engines.hooks import CompactHooks
+from agent.engines.hooks import CompactHooks, Hook
 from agent.memory_flush import FLUSH_SYSTEM, MemoryFlush
 from agent.offline import OfflineProvider
 from gateway.config import Settings
@@ -21,7 +21,9 @@ CREATE = {"command": "create", "path": "/memories/people.md", "file_text": FACT 
 
 def with_flush(rig: Rig) -> list[dict[str, Any]]:
     """The rig's engine with the flush hook; flush requests create the note once. Returns them."""
-    rig.engine.hooks = CompactHooks(pre=[MemoryFlush(rig.provider, rig.store, rig.settings.compression)])
+    rig.engine.hooks = CompactHooks(
+        pre=[MemoryFlush(rig.provider, rig.store, rig.settings.compression).as_hook()]
+    )
     seen: list[dict[str, Any]] = []
     respond = rig.responder
 
@@ -62,5 +64,7 @@ async def test_a_hygiene_compaction_flushes_notes_before_it_summarizes(store: St
 def test_the_services_engine_flushes_unless_turned_off(store: Store) -> None:
     on = build_context_engine(Settings(), OfflineProvider(), store=store)
     off = build_context_engine(Settings(compression={"memory_flush": False}), OfflineProvider(), store=store)
-    assert isinstance(on.hooks.pre[0], MemoryFlush)
-    assert not any(isinstance(h, MemoryFlush) for h in off.hooks.pre)
+    first = on.hooks.pre[0]
+    assert isinstance(first, Hook) and isinstance(first.call, MemoryFlush)
+    assert first.timeout_seconds == Settings().compression.memory_flush_timeout_seconds
+    assert not any(isinstance(h, Hook) and isinstance(h.call, MemoryFlush) for h in off.hooks.pre)
