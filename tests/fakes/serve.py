@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 import signal
 import stat
 import sys
@@ -265,13 +266,14 @@ class _DiscordUser:
         text = line.rstrip("\r\n")
         if not text.strip():
             return False
-        mention = f"@{self.fake.bot_user['username']}"
+        # "@hygieia", or the Telegram fake's "@hygieia_test_bot", so one script serves both fakes.
+        mention = re.compile(rf"@{re.escape(self.fake.bot_user['username'])}(?:_test_bot)?\b")
         if text.startswith(GROUP_PREFIX):  # to the server's channel: ambient unless it mentions the bot
             text = text.removeprefix(GROUP_PREFIX).strip()
-            mentioned = mention in text
+            mentioned = mention.search(text) is not None
             self.fake.push_message(
                 self.fake.channel_id,
-                text.replace(mention, self.fake.bot_mention),
+                mention.sub(self.fake.bot_mention, text),
                 author_id=self.user_id,
                 author_name=self.username,
                 guild_id=self.fake.guild_id,
