@@ -1,4 +1,4 @@
-"""``python -m tests.fakes anthropic|telegram ...``: see :mod:`tests.fakes.serve`."""
+"""``python -m tests.fakes anthropic|telegram|discord ...``: see :mod:`tests.fakes.serve`."""
 
 import sys
 

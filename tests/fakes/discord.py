@@ -117,6 +117,7 @@ class FakeDiscord(GatewaySocket):
         heartbeat_interval: int = 41_250,
         rate_limit: tuple[int, float] = (5, 5.0),
         shards: int = 1,
+        port: int = 0,
     ) -> None:
         self.token = token or f"fake-discord-{secrets.token_urlsafe(24)}"  # one per fake: see FakeTelegram
         self.bot_user: dict[str, Any] = wire.user(bot_id, bot_name, bot=True)
@@ -147,6 +148,7 @@ class FakeDiscord(GatewaySocket):
         self._last_snowflake = 0
         self._session_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
+        self._port = port  # 0: any free port (tests); a fixed one when run by hand
         self.port = 0
         self.slash = InteractionDesk(self)
         for guild_id, channel_ids in self.guilds.items():
@@ -162,7 +164,7 @@ class FakeDiscord(GatewaySocket):
         app.router.add_get("/attachments/{key}/{filename}", self._download)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
         await site.start()
         self.port = self._runner.addresses[0][1]
         return self

@@ -2,13 +2,14 @@
 
     python -m tests.fakes anthropic --port 8090 [--context-window 20000]
     python -m tests.fakes telegram --port 8081 [--token T] [--user-id 4242] [--lines FILE]
+    python -m tests.fakes discord --port 8082 [--token T] [--user-id 4242] [--lines FILE]
 
 Each prints the environment to export for ``hygieia run`` and serves until Ctrl-C. The fake
 Anthropic answers ``ack: <your words>`` (and a structured summary to the compressor) and logs
-one line per request with its token count. The fake Telegram reads lines from stdin and
-delivers each as a DM from ``--user-id`` (``group: ...`` lines go to a demo group instead), and
-``--lines FILE`` says a whole file the same way once the bot connects; the bot's answers are
-printed as they arrive.
+one line per request with its token count. The fake Telegram and the fake Discord read lines
+from stdin and deliver each as a DM from ``--user-id`` (``group: ...`` lines go to a demo group,
+or a server's text channel, instead), and ``--lines FILE`` says a whole file the same way once
+the bot connects; the bot's answers are printed as they arrive.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 import signal
 import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +36,12 @@ from tests.fakes.anthropic import (
     error_reply,
     is_summary_request,
 )
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.telegram import FakeTelegram
 
 DEFAULT_TOKEN = "123456:FAKE-token_for_trying_by_hand"
+DEFAULT_DISCORD_TOKEN = "FAKE.discord-token.for-trying-by-hand"
+DISCORD_DM_CHANNEL_ID = 1_300_000_000_000_000_300
 DEFAULT_USER_ID = 4242
 DEMO_GROUP_ID = -1001000000001
 GROUP_PREFIX = "group:"
@@ -48,7 +53,7 @@ def _say(text: str) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m tests.fakes", description="Fake Anthropic / Telegram servers on 127.0.0.1."
+        prog="python -m tests.fakes", description="Fake Anthropic / Telegram / Discord servers on 127.0.0.1."
     )
     sub = parser.add_subparsers(dest="which", required=True)
     anthropic = sub.add_parser("anthropic", help="the Anthropic Messages API")
@@ -69,6 +74,17 @@ def _parser() -> argparse.ArgumentParser:
         "--lines", type=Path, help="a file of lines to say (like typed ones) once the bot connects"
     )
     telegram.add_argument(
+        "--pace", type=float, default=0.3, help="seconds to wait after each of those lines the bot answers"
+    )
+    discord = sub.add_parser("discord", help="the Discord REST API and gateway; stdin lines become DMs")
+    discord.add_argument("--port", type=int, default=8082)
+    discord.add_argument("--token", default=DEFAULT_DISCORD_TOKEN)
+    discord.add_argument("--user-id", type=int, default=DEFAULT_USER_ID, help="who the stdin DMs come from")
+    discord.add_argument("--username", default="dev", help="that user's name")
+    discord.add_argument(
+        "--lines", type=Path, help="a file of lines to say (like typed ones) once the bot connects"
+    )
+    discord.add_argument(
         "--pace", type=float, default=0.3, help="seconds to wait after each of those lines the bot answers"
     )
     return parser
@@ -179,9 +195,10 @@ async def serve_telegram(
             f"ambient context unless it mentions @{fake.bot_user['username']}."
         )
         _say("Ctrl-C to stop.")
-        tasks = [asyncio.create_task(_print_replies(fake)), asyncio.create_task(_push_stdin(user))]
+        tasks = [asyncio.create_task(_print_replies(fake)), asyncio.create_task(_push_stdin(user.say))]
         if script is not None:
-            tasks.append(asyncio.create_task(_push_script(user, script, pace)))
+            connected = fake.wait_for_call("getUpdates", timeout=7 * 24 * 3600)
+            tasks.append(asyncio.create_task(_push_script(user.say, connected, script, pace)))
         try:
             await _until_signal()
         finally:
@@ -201,22 +218,24 @@ async def _print_replies(fake: FakeTelegram) -> None:
         await asyncio.sleep(0.1)
 
 
-async def _push_script(user: _User, lines: list[str], pace: float) -> None:
-    """Once the bot polls, say each of ``lines``; ``pace`` seconds after each one the bot answers."""
+async def _push_script(
+    say: Callable[[str], bool], connected: Awaitable[object], lines: list[str], pace: float
+) -> None:
+    """Once the bot is connected, say each of ``lines``; ``pace`` seconds after each one it answers."""
     _say(f"{len(lines)} scripted lines will be sent once the bot connects (start `hygieia run`).")
-    await user.fake.wait_for_call("getUpdates", timeout=7 * 24 * 3600)
+    await connected
     for line in lines:
-        if user.say(line):
+        if say(line):
             await asyncio.sleep(pace)
     _say(f"all {len(lines)} scripted lines sent.")
 
 
-async def _push_stdin(user: _User) -> None:
+async def _push_stdin(say: Callable[[str], bool]) -> None:
     mode = os.fstat(sys.stdin.fileno()).st_mode
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or sys.stdin.isatty()):
         # A file or /dev/null: epoll refuses those, and reading them never blocks for long.
         for line in sys.stdin:
-            user.say(line)
+            say(line)
         return
     reader = asyncio.StreamReader()
     loop = asyncio.get_running_loop()
@@ -225,10 +244,112 @@ async def _push_stdin(user: _User) -> None:
     )
     try:
         while line := await reader.readline():
-            user.say(line.decode("utf-8", errors="replace"))
+            say(line.decode("utf-8", errors="replace"))
         # End of input: keep serving (the bot may still be answering) until Ctrl-C.
     finally:
         transport.close()
+
+
+# --- discord ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _DiscordUser:
+    """The developer's side on Discord: DMs to the bot, and the demo server's text channel."""
+
+    fake: FakeDiscord
+    user_id: int
+    username: str
+
+    def say(self, line: str) -> bool:
+        """Send one line; True when the bot will answer it (a DM, or a channel line mentioning it)."""
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            return False
+        # "@hygieia", or the Telegram fake's "@hygieia_test_bot", so one script serves both fakes.
+        mention = re.compile(rf"@{re.escape(self.fake.bot_user['username'])}(?:_test_bot)?\b")
+        if text.startswith(GROUP_PREFIX):  # to the server's channel: ambient unless it mentions the bot
+            text = text.removeprefix(GROUP_PREFIX).strip()
+            mentioned = mention.search(text) is not None
+            self.fake.push_message(
+                self.fake.channel_id,
+                mention.sub(self.fake.bot_mention, text),
+                author_id=self.user_id,
+                author_name=self.username,
+                guild_id=self.fake.guild_id,
+                mentions_bot=mentioned,
+            )
+            _say(f"[you -> channel] {text}")
+            return mentioned
+        self.fake.push_message(
+            DISCORD_DM_CHANNEL_ID, text, author_id=self.user_id, author_name=self.username, guild_id=None
+        )
+        _say(f"[you -> bot] {text}")
+        return True
+
+
+async def serve_discord(
+    port: int,
+    token: str,
+    user_id: int,
+    username: str,
+    script: list[str] | None = None,
+    pace: float = 0.3,
+) -> None:
+    async with FakeDiscord(token=token, port=port) as fake:
+        user = _DiscordUser(fake, user_id, username)
+        name = fake.bot_user["username"]
+        _say(f"fake Discord on {fake.root} (bot @{name}, gateway {fake.gateway_url})")
+        _say("export:")
+        _say(
+            f"  DISCORD_BOT_TOKEN={token} HYGIEIA_DISCORD_API_BASE={fake.api_base} "
+            f"HYGIEIA_DISCORD_GATEWAY_URL={fake.gateway_url} HYGIEIA_ALLOWED_USERS=discord:{user_id}"
+        )
+        _say(f"Type a line and press Enter: it arrives as a DM from user {user_id} ({username}).")
+        _say(
+            f"A line starting with '{GROUP_PREFIX}' goes to the server's channel {fake.channel_id} instead: "
+            f"stored as ambient context unless it mentions @{name}."
+        )
+        _say("Ctrl-C to stop.")
+        tasks = [
+            asyncio.create_task(_print_discord_replies(fake)),
+            asyncio.create_task(_push_stdin(user.say)),
+        ]
+        if script is not None:
+            tasks.append(asyncio.create_task(_push_script(user.say, _identified(fake), script, pace)))
+        try:
+            await _until_signal()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _identified(fake: FakeDiscord) -> None:
+    """Until a bot has identified on the gateway (and so receives the messages)."""
+    # The fake keeps a counter, not an event, for IDENTIFY; a person's demo can poll it.
+    while fake.identify_count == 0:  # noqa: ASYNC110
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(1)  # READY and GUILD_CREATE handled before the first message
+
+
+async def _print_discord_replies(fake: FakeDiscord, settle: float = 1.0) -> None:
+    """Each reply once it has stopped changing for ``settle`` seconds: answers stream by edits, and
+    one line per state worth reading beats a line per edit. A later edit is printed again."""
+    seen: dict[int, tuple[str, float]] = {}  # message id -> (text, when it last changed)
+    printed: dict[int, str] = {}
+    while True:
+        now = time.monotonic()
+        for sent in fake.sent[-50:]:
+            text = fake.current_text(sent.message_id)
+            if seen.get(sent.message_id, ("", 0.0))[0] != text:
+                seen[sent.message_id] = (text, now)
+            if now - seen[sent.message_id][1] >= settle and printed.get(sent.message_id) != text:
+                verb = "edits in" if sent.message_id in printed else "->"
+                _say(f"[bot {verb} channel {sent.channel_id}] {text}")
+                printed[sent.message_id] = text
+        del fake.requests[:-200]  # the gateway's heartbeats and typing calls: keep memory flat
+        await asyncio.sleep(0.1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -236,7 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         if args.which == "anthropic":
             asyncio.run(serve_anthropic(args.port, args.context_window))
-        else:
-            script = args.lines.read_text(encoding="utf-8").splitlines() if args.lines else None
-            asyncio.run(serve_telegram(args.port, args.token, args.user_id, args.username, script, args.pace))
+            return 0
+        script = args.lines.read_text(encoding="utf-8").splitlines() if args.lines else None
+        serve = serve_telegram if args.which == "telegram" else serve_discord
+        asyncio.run(serve(args.port, args.token, args.user_id, args.username, script, args.pace))
     return 0
