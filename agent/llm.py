@@ -117,10 +117,10 @@ _STREAM_ERROR_STATUS = {
 }
 
 
-# What the SDK raises when a stream's events are not what it expects (missing or mistyped fields,
-# an index past the blocks, JSON it cannot parse or nested past the recursion limit, events out
-# of order, which it asserts against).
-_MALFORMED_STREAM = (
+# What the SDK raises when an answer or a stream's events are not what it expects (missing or
+# mistyped fields, an index past the blocks, JSON it cannot parse or nested past the recursion
+# limit, events out of order, which it asserts against).
+_SDK_READ_FAILURES = (
     ValueError,
     TypeError,
     KeyError,
@@ -134,6 +134,16 @@ _MALFORMED_STREAM = (
 )
 
 
+def _body_failure(exc: BaseException) -> BaseException | None:
+    """The bounded reader's refusal behind an SDK error (it reports one as a connection error)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None or isinstance(seen, BodyTooLarge | BodyUndecodable):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def map_error(exc: anthropic.AnthropicError, note: str | None = None) -> LLMError:
     """The :mod:`agent.errors` exception for an SDK exception (the caller raises it ``from exc``);
     ``note`` says why a retry the server asked for was not made."""
@@ -141,6 +151,9 @@ def map_error(exc: anthropic.AnthropicError, note: str | None = None) -> LLMErro
         status = _STREAM_ERROR_STATUS.get(str(exc.type or ""), 500)
         detail = exc.api_message or exc.message
         return _status_error(status, f"Anthropic API stream error {exc.type}: {detail}", {})
+    refused = _body_failure(exc)
+    if refused is not None:
+        return MalformedAnswer(str(refused))
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderUnreachable("Anthropic API request timed out")
     if isinstance(exc, anthropic.APIConnectionError):
@@ -339,7 +352,7 @@ class AnthropicProvider:
                 if refusal is not None:
                     raise self._logged(request, map_error(exc, refusal)) from exc
             except anthropic.APIConnectionError as exc:
-                if shown or retries >= self._settings.max_retries:
+                if shown or retries >= self._settings.max_retries or _body_failure(exc) is not None:
                     raise self._failed(request, exc) from exc
                 wait = retry_wait(retries, None)
             await asyncio.sleep(wait)
@@ -370,7 +383,7 @@ class AnthropicProvider:
             raise self._logged(request, MalformedAnswer(f"stream: {exc}")) from exc
         except anthropic.AnthropicError:
             raise
-        except _MALFORMED_STREAM as exc:
+        except _SDK_READ_FAILURES as exc:
             detail = f"stream events the SDK could not read ({type(exc).__name__}: {str(exc)[:200]})"
             raise self._logged(request, MalformedAnswer(detail)) from exc
         if not isinstance(final, dict | None):
@@ -431,6 +444,8 @@ class AnthropicProvider:
             return None
         except anthropic.AnthropicError as exc:
             raise map_error(exc) from exc
+        except _SDK_READ_FAILURES as exc:
+            raise MalformedAnswer(f"count_tokens: {type(exc).__name__}") from exc
 
     async def aclose(self) -> None:
         await self._call.aclose()

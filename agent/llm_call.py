@@ -107,7 +107,10 @@ def wait_refusal(asked: float | None, wait: float, *, max_wait: float, time_left
             f"{max_wait:g} s this service waits (llm.max_retry_wait_seconds)"
         )
     if wait >= time_left:
-        return f"a retry in {wait:,.1f} seconds would pass the call's deadline (llm.deadline_seconds)"
+        who = (
+            f"the server asked for {asked:,.0f} seconds" if asked is not None else f"a retry in {wait:,.1f} s"
+        )
+        return f"{who} before a retry, past the call's deadline (llm.deadline_seconds)"
     return None
 
 

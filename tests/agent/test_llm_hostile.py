@@ -141,3 +141,31 @@ async def test_a_stream_of_malformed_events_is_a_malformed_answer(hostile: Hosti
     error, _, _ = await call(hostile, "stream")
     assert type(error) is MalformedAnswer, repr(error)
     assert isinstance(error, LLMError) and hostile.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("hostile", "kind"),
+    [
+        (("trickle", None), ProviderUnreachable),
+        (("endless", None), ProviderUnreachable),
+        (("gzip_bomb", None), MalformedAnswer),
+        (("deep_json", None), MalformedAnswer),
+        (("wrong_types", None), MalformedAnswer),
+    ],
+    indirect=["hostile"],
+    ids=["trickle", "endless", "gzip_bomb", "deep_json", "wrong_types"],
+)
+async def test_counting_tokens_is_bounded_the_same_way(
+    hostile: HostileAnthropic, kind: type[LLMError]
+) -> None:
+    gzip_bomb(False)
+    settings = LLMSettings(max_retries=0, timeout_seconds=2.0, deadline_seconds=3.0)
+    provider = AnthropicProvider(api_key="sk-test", base_url=hostile.base_url, settings=settings)
+    started = time.monotonic()
+    try:
+        with peak_rss() as peak, pytest.raises(kind):
+            async with asyncio.timeout(GIVE_UP):
+                await provider.count_tokens(request())
+    finally:
+        await provider.aclose()
+    assert time.monotonic() - started < 5 and peak.rise < MAX_RISE

@@ -168,6 +168,7 @@ class HostileAnthropic:
     async def __aenter__(self) -> HostileAnthropic:
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -198,6 +199,29 @@ class HostileAnthropic:
         self.requests += 1
         streamed = body.get("stream") is True
         answer: web.StreamResponse = await getattr(self, "_" + self.shape)(request, streamed)
+        return answer
+
+    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        """``count_tokens`` in the same shape (a trickle or wrong types of ``{"input_tokens": N}``)."""
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "invalid_request_error", "The request body is not valid JSON")
+        if not isinstance(body, dict) or not all(k in body for k in ("model", "messages")):
+            return _error(400, "invalid_request_error", "model and messages are required")
+        self.requests += 1
+        if self.shape == "wrong_types":
+            return web.json_response({"input_tokens": "many"})
+        if self.shape == "trickle":
+            response = _open(False)
+            answer = b'{"input_tokens": 10}'
+            response.content_length = len(answer)
+            await response.prepare(request)
+            for index in range(len(answer)):
+                await response.write(answer[index : index + 1])
+                await asyncio.sleep(self.tick)
+            return response
+        answer: web.StreamResponse = await getattr(self, "_" + self.shape)(request, False)
         return answer
 
     async def _retry_after_3600(self, request: web.Request, streamed: bool) -> web.StreamResponse:
