@@ -99,11 +99,12 @@ class HttpTranscriber(Transcriber):
 class CommandTranscriber(Transcriber):
     """A local program: the audio file's path in, the transcript on standard output."""
 
-    def __init__(self, command: str, *, timeout: float) -> None:
+    def __init__(self, command: str, *, timeout: float, max_output_bytes: int = 1_000_000) -> None:
         self._argv = shlex.split(command)
         if not self._argv:
             raise ValueError("media.transcription.command is empty")
         self._timeout = timeout
+        self._max_output = max_output_bytes
 
     async def transcribe(self, data: bytes, file_name: str, mime_type: str | None) -> str:
         suffix = Path(file_name).suffix or ".audio"
@@ -121,18 +122,47 @@ class CommandTranscriber(Transcriber):
                 _log.warning("transcription command could not start: %r", exc)
                 raise MediaError("the transcription program could not be started") from exc
             try:
-                out, err = await asyncio.wait_for(process.communicate(), self._timeout)
+                out, err = await asyncio.wait_for(self._outputs(process), self._timeout)
             except TimeoutError as exc:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await process.wait()
                 raise MediaError("transcribing it took too long") from exc
+        if len(out) > self._max_output:
+            # More than any transcript the loader keeps: the program is stopped, what came is cut.
+            _log.warning("transcription command printed more than %d bytes; stopped", self._max_output)
+            return out[: self._max_output].decode("utf-8", errors="replace").strip()
         if process.returncode != 0:
             _log.warning(
                 "transcription command exited %s: %s", process.returncode, err.decode(errors="replace")[:200]
             )
             raise MediaError("the transcription program failed")
         return out.decode("utf-8", errors="replace").strip()
+
+    async def _outputs(self, process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+        """Its standard output (one byte past the cap at most: the program is then killed) and
+        the first 4 KB of its errors (the rest read and dropped: progress lines may be many)."""
+
+        async def output(stream: asyncio.StreamReader) -> bytes:
+            read = bytearray()
+            while piece := await stream.read(65536):
+                read += piece
+                if len(read) > self._max_output:
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
+                    return bytes(read[: self._max_output + 1])
+            return bytes(read)
+
+        async def errors(stream: asyncio.StreamReader) -> bytes:
+            kept = bytearray()
+            while piece := await stream.read(65536):
+                kept += piece[: max(0, 4096 - len(kept))]
+            return bytes(kept)
+
+        assert process.stdout is not None and process.stderr is not None
+        out, err = await asyncio.gather(output(process.stdout), errors(process.stderr))
+        await process.wait()
+        return out, err
 
 
 def build_transcriber(settings: Settings) -> Transcriber | None:
@@ -148,5 +178,7 @@ def build_transcriber(settings: Settings) -> Transcriber | None:
             max_answer_bytes=answer_cap(config.max_chars),
         )
     if config.command:
-        return CommandTranscriber(config.command, timeout=config.timeout_seconds)
+        return CommandTranscriber(
+            config.command, timeout=config.timeout_seconds, max_output_bytes=answer_cap(config.max_chars)
+        )
     return None

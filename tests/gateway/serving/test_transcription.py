@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,12 @@ async def test_a_long_transcript_within_the_cap_is_read_whole() -> None:
         fake.transcripts[b"audio"] = "word " * 20_000
         text = await default_transcriber(fake.url).transcribe(b"audio", "voice.ogg", "audio/ogg")
     assert len(text) == 5 * 20_000 - 1  # cutting to max_chars is the loader's, with its note
+
+
+async def test_a_program_printing_more_than_the_cap_is_stopped_and_cut() -> None:
+    # 30 MB on standard output, then 30 s of silence: read whole, it would be a 30 MB transcript.
+    program = "import sys, time; sys.stdout.write('a' * 30_000_000); sys.stdout.flush(); time.sleep(30)"
+    stt = CommandTranscriber(f'{sys.executable} -c "{program}"', timeout=20, max_output_bytes=1_000_000)
+    started = time.monotonic()
+    text = await stt.transcribe(b"a", "v.ogg", None)
+    assert len(text) == 1_000_000 and time.monotonic() - started < 10
