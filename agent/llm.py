@@ -299,7 +299,11 @@ class AnthropicProvider:
             raise self._logged(request, error) from exc
         except BadAnswer as exc:
             raise self._logged(request, MalformedAnswer(str(exc))) from exc
-        return self._response(request, decode_message(answer), started)
+        try:
+            return self._response(request, decode_message(answer), started)
+        except MalformedAnswer as exc:
+            self._logged(request, exc)
+            raise
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
         """The same call as :meth:`create`, streamed: ``on_text`` gets each text delta as it arrives.
@@ -319,7 +323,11 @@ class AnthropicProvider:
                 f"the Anthropic API gave no complete answer within {deadline:g} s (llm.deadline_seconds)"
             )
             raise self._logged(request, error) from exc
-        return self._response(request, data, started, final)
+        try:
+            return self._response(request, data, started, final)
+        except MalformedAnswer as exc:
+            self._logged(request, exc)
+            raise
 
     async def _stream_retrying(
         self, request: LLMRequest, on_text: TextSink, ends: float
@@ -388,7 +396,11 @@ class AnthropicProvider:
             raise self._logged(request, MalformedAnswer(detail)) from exc
         if not isinstance(final, dict | None):
             raise self._logged(request, MalformedAnswer("stream: message_delta usage is not an object"))
-        return checked_message(data), final
+        try:
+            return checked_message(data), final
+        except MalformedAnswer as exc:
+            self._logged(request, exc)
+            raise
 
     @staticmethod
     def _response(
