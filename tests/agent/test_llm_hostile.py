@@ -22,7 +22,9 @@ MODEL = "claude-sonnet-4-6"
 # Far above what a bounded call costs, far below what today's unbounded one took (+1,145 MB).
 MAX_RISE = 200 * 1024 * 1024
 # A test that would wait for the server's hour fails here instead of hanging the suite.
-GIVE_UP = 20.0
+GIVE_UP = 60.0
+# A stream bomb costs ~4 s of CPU (16 MB of events through the SDK's parser) on a quiet machine.
+BOMB_SECONDS = 30.0
 WAYS = ("plain", "stream")
 
 
@@ -114,7 +116,7 @@ async def test_a_gzip_bomb_is_refused_past_the_size_cap_in_bounded_memory(
     error, seconds, rise = await call(hostile, way)
     assert type(error) is MalformedAnswer and "larger than 16,000,000 bytes" in str(error)
     assert rise < MAX_RISE, f"RSS rose {rise / 2**20:.0f} MB"
-    assert seconds < 10
+    assert seconds < BOMB_SECONDS, f"{seconds:.1f} s"
 
 
 @pytest.mark.parametrize("way", WAYS)
