@@ -3,11 +3,15 @@
 This is the one place where provider errors are classified: every SDK exception, and every
 error answer of a plain call (:mod:`agent.llm_call`), becomes one of :mod:`agent.errors` here,
 and nothing else in Hygieia parses an error message. Both retry 408, 409, 429, 5xx and
-connection errors up to ``max_retries``, as the SDK does.
+connection errors up to ``max_retries``, as the SDK does, under the limits of
+:mod:`agent.llm_call` (no wait past ``llm.max_retry_wait_seconds``, the whole call within
+``llm.deadline_seconds``, the body within ``llm.max_response_bytes``); an answer that is not a
+well-formed message is :class:`agent.llm_answer.MalformedAnswer`, whatever broke in reading it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -18,6 +22,7 @@ from typing import Any
 import anthropic
 import httpx2
 
+from agent.bounded_body import BodyTooLarge, BodyUndecodable, bounding_hook
 from agent.errors import (
     AuthenticationFailed,
     ContextOverflow,
@@ -28,13 +33,22 @@ from agent.errors import (
     RateLimited,
     SpendLimitReached,
 )
-from agent.llm_call import ErrorAnswer, MessagesCall, NoAnswer, parse_retry_after
+from agent.llm_answer import MalformedAnswer, checked_message, content_of, decode_message, extras_of, usage_of
+from agent.llm_call import (
+    BadAnswer,
+    ErrorAnswer,
+    MessagesCall,
+    NoAnswer,
+    parse_retry_after,
+    retry_wait,
+    should_retry,
+    wait_refusal,
+)
 from agent.llm_stream import TextSink
 from agent.provider import LLMRequest, LLMResponse
-from agent.server_context import betas_for, parse_applied_edits, parse_iterations
+from agent.server_context import betas_for
 from agent.settings import LLMSettings
 from agent.tokens import model_info
-from agent.types import ContentBlock, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -103,18 +117,49 @@ _STREAM_ERROR_STATUS = {
 }
 
 
-def map_error(exc: anthropic.AnthropicError) -> LLMError:
-    """The :mod:`agent.errors` exception for an SDK exception (the caller raises it ``from exc``)."""
+# What the SDK raises when an answer or a stream's events are not what it expects (missing or
+# mistyped fields, an index past the blocks, JSON it cannot parse or nested past the recursion
+# limit, events out of order, which it asserts against).
+_SDK_READ_FAILURES = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+    AssertionError,
+    # Pydantic warns of a mistyped field; where warnings are errors, that is how it fails.
+    UserWarning,
+)
+
+
+def _body_failure(exc: BaseException) -> BaseException | None:
+    """The bounded reader's refusal behind an SDK error (it reports one as a connection error)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None or isinstance(seen, BodyTooLarge | BodyUndecodable):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def map_error(exc: anthropic.AnthropicError, note: str | None = None) -> LLMError:
+    """The :mod:`agent.errors` exception for an SDK exception (the caller raises it ``from exc``);
+    ``note`` says why a retry the server asked for was not made."""
     if isinstance(exc, anthropic.APIStatusError) and exc.status_code < 400:
         status = _STREAM_ERROR_STATUS.get(str(exc.type or ""), 500)
         detail = exc.api_message or exc.message
         return _status_error(status, f"Anthropic API stream error {exc.type}: {detail}", {})
+    refused = _body_failure(exc)
+    if refused is not None:
+        return MalformedAnswer(str(refused))
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderUnreachable("Anthropic API request timed out")
     if isinstance(exc, anthropic.APIConnectionError):
         return ProviderUnreachable(f"cannot reach the Anthropic API: {exc.message}")
     if isinstance(exc, anthropic.APIStatusError):
-        detail = exc.api_message or exc.message
+        detail = (exc.api_message or exc.message)[:500] + (f"; {note}" if note else "")
         kind = f" {exc.type}" if exc.type else ""
         return _status_error(
             exc.status_code, f"Anthropic API {exc.status_code}{kind}: {detail}", exc.response.headers
@@ -124,55 +169,13 @@ def map_error(exc: anthropic.AnthropicError) -> LLMError:
     return LLMError(f"Anthropic API: {exc}")
 
 
-def _usage(raw: Mapping[str, Any], final: Mapping[str, Any] | None = None) -> Usage:
-    """Our :class:`Usage` from a response's ``usage``; ``final`` (a stream's last
-    ``message_delta`` usage) wins for every figure it carries, the TTL split of the cache
-    writes included."""
-
-    def figure(name: str) -> Any:
-        value = final.get(name) if final is not None else None
-        return value if value is not None else raw.get(name)
-
-    split = figure("cache_creation")
-    hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
-    return Usage(
-        input_tokens=int(figure("input_tokens") or 0),
-        output_tokens=int(figure("output_tokens") or 0),
-        cache_creation_input_tokens=int(figure("cache_creation_input_tokens") or 0),
-        cache_read_input_tokens=int(figure("cache_read_input_tokens") or 0),
-        cache_creation_1h_input_tokens=None if hour is None else int(hour),
-    )
-
-
-def _without_nulls(value: Any) -> Any:
-    """``value`` without the keys whose value is null, at every depth (as the SDK's
-    ``to_dict(exclude_none=True)`` gives a block: what is stored is the same either way)."""
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
-
-
-def message_json(body: bytes) -> dict[str, Any]:
-    """The Messages API's answer as plain data, checked for the fields a reply needs."""
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise LLMError("Anthropic API: the answer is not JSON") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-        raise LLMError("Anthropic API: the answer is not a message (no content list)")
-    if not isinstance(data.get("usage"), dict):
-        raise LLMError("Anthropic API: the answer is not a message (no usage)")
-    return data
-
-
 def call_error(failed: ErrorAnswer) -> LLMError:
     """The :mod:`agent.errors` exception for an error answer of :class:`MessagesCall` (worded
     as :func:`map_error` words the SDK's)."""
     kind = f" {failed.error_type}" if failed.error_type else ""
+    note = f"; {failed.refused_wait}" if failed.refused_wait else ""
     return _status_error(
-        failed.status, f"Anthropic API {failed.status}{kind}: {failed.message}", failed.headers
+        failed.status, f"Anthropic API {failed.status}{kind}: {failed.message}{note}", failed.headers
     )
 
 
@@ -182,6 +185,7 @@ class AnthropicProvider:
     name = "anthropic"
 
     def __init__(self, *, api_key: str, base_url: str | None, settings: LLMSettings) -> None:
+        self._settings = settings
         # base_url None lets the SDK read ANTHROPIC_BASE_URL (or use its default).
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
@@ -189,8 +193,14 @@ class AnthropicProvider:
             max_retries=settings.max_retries,
             timeout=settings.timeout_seconds,
             # aiohttp's parser is C; the default transport's is Python (~0.5 ms of CPU a call here).
-            http_client=anthropic.DefaultAioHttpClient(timeout=settings.timeout_seconds),
+            http_client=anthropic.DefaultAioHttpClient(
+                timeout=settings.timeout_seconds,
+                event_hooks={"response": [bounding_hook(settings.max_response_bytes)]},
+            ),
         )
+        # Streams retry here, under the same policy as plain calls (the SDK would wait out any
+        # retry-after up to 60 s, and past it retry sooner than asked).
+        self._streams = self._client.with_options(max_retries=0)
         # Plain calls skip the SDK's per-call request and response models (llm_call); the SDK's
         # client still says where they go and with which headers, and serves streams and counts.
         self._call = MessagesCall(
@@ -198,6 +208,9 @@ class AnthropicProvider:
             {k: v for k, v in self._client.default_headers.items() if isinstance(v, str)},
             max_retries=settings.max_retries,
             timeout_seconds=settings.timeout_seconds,
+            max_retry_wait=settings.max_retry_wait_seconds,
+            deadline_seconds=settings.deadline_seconds,
+            max_body_bytes=settings.max_response_bytes,
         )
 
     @staticmethod
@@ -279,23 +292,86 @@ class AnthropicProvider:
             raise self._logged(request, call_error(exc)) from exc
         except NoAnswer as exc:
             error = (
-                ProviderUnreachable("Anthropic API request timed out")
+                ProviderUnreachable(f"Anthropic API {exc}")
                 if exc.timed_out
                 else ProviderUnreachable(f"cannot reach the Anthropic API: {exc}")
             )
             raise self._logged(request, error) from exc
-        return self._response(request, message_json(answer), started)
+        except BadAnswer as exc:
+            raise self._logged(request, MalformedAnswer(str(exc))) from exc
+        try:
+            return self._response(request, decode_message(answer), started)
+        except MalformedAnswer as exc:
+            self._logged(request, exc)
+            raise
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
         """The same call as :meth:`create`, streamed: ``on_text`` gets each text delta as it arrives.
 
-        A stream that breaks midway (an ``error`` event, a dropped connection) raises the same
-        errors as a failed call; the SDK does not retry it, the caller's retry policy applies.
+        Failures before the first text are retried as a plain call's; a stream that breaks after
+        it (an ``error`` event, a dropped connection) raises the same errors as a failed call and
+        the caller's retry policy applies. The whole of it ends at ``llm.deadline_seconds``.
         """
         started = time.monotonic()
+        deadline = self._settings.deadline_seconds
+        ends = asyncio.get_running_loop().time() + deadline
+        try:
+            async with asyncio.timeout_at(ends):
+                data, final = await self._stream_retrying(request, on_text, ends)
+        except TimeoutError as exc:
+            error = ProviderUnreachable(
+                f"the Anthropic API gave no complete answer within {deadline:g} s (llm.deadline_seconds)"
+            )
+            raise self._logged(request, error) from exc
+        try:
+            return self._response(request, data, started, final)
+        except MalformedAnswer as exc:
+            self._logged(request, exc)
+            raise
+
+    async def _stream_retrying(
+        self, request: LLMRequest, on_text: TextSink, ends: float
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        loop = asyncio.get_running_loop()
+        retries = 0
+        while True:
+            shown = False
+
+            def sink(text: str) -> None:
+                nonlocal shown
+                shown = True
+                on_text(text)
+
+            try:
+                return await self._stream_once(request, sink)
+            except anthropic.APIStatusError as exc:
+                headers = exc.response.headers
+                status = exc.status_code
+                if shown or status < 400 or retries >= self._settings.max_retries:
+                    raise self._failed(request, exc) from exc
+                if not should_retry(status, headers):
+                    raise self._failed(request, exc) from exc
+                asked = parse_retry_after(headers)
+                wait = retry_wait(retries, asked)
+                left = ends - loop.time()
+                refusal = wait_refusal(
+                    asked, wait, max_wait=self._settings.max_retry_wait_seconds, time_left=left
+                )
+                if refusal is not None:
+                    raise self._logged(request, map_error(exc, refusal)) from exc
+            except anthropic.APIConnectionError as exc:
+                if shown or retries >= self._settings.max_retries or _body_failure(exc) is not None:
+                    raise self._failed(request, exc) from exc
+                wait = retry_wait(retries, None)
+            await asyncio.sleep(wait)
+            retries += 1
+
+    async def _stream_once(
+        self, request: LLMRequest, on_text: TextSink
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         final_usage: Any = None
         betas = self._betas(request)
-        messages: Any = self._client.beta.messages if betas else self._client.messages
+        messages: Any = self._streams.beta.messages if betas else self._streams.messages
         try:
             async with messages.stream(**self._call_params(request, betas)) as events:
                 async for event in events:
@@ -307,13 +383,24 @@ class AnthropicProvider:
                 message = await events.get_final_message()
                 data = message.to_dict(mode="json", exclude_none=True)
                 final = None if final_usage is None else final_usage.to_dict(mode="json", exclude_none=True)
-        except anthropic.AnthropicError as exc:
-            raise self._failed(request, exc) from exc
         except httpx2.HTTPError as exc:  # the connection dropped mid-stream
             error = ProviderUnreachable(f"the Anthropic API stream broke off: {exc!r}")
             logger.warning("anthropic stream failed: model=%s: %s", request.model, error)
             raise error from exc
-        return self._response(request, data, started, final)
+        except (BodyTooLarge, BodyUndecodable) as exc:
+            raise self._logged(request, MalformedAnswer(f"stream: {exc}")) from exc
+        except anthropic.AnthropicError:
+            raise
+        except _SDK_READ_FAILURES as exc:
+            detail = f"stream events the SDK could not read ({type(exc).__name__}: {str(exc)[:200]})"
+            raise self._logged(request, MalformedAnswer(detail)) from exc
+        if not isinstance(final, dict | None):
+            raise self._logged(request, MalformedAnswer("stream: message_delta usage is not an object"))
+        try:
+            return checked_message(data), final
+        except MalformedAnswer as exc:
+            self._logged(request, exc)
+            raise
 
     @staticmethod
     def _response(
@@ -321,9 +408,8 @@ class AnthropicProvider:
     ) -> LLMResponse:
         """The response of a Messages API call, as plain data; ``final`` is a stream's last
         ``message_delta`` usage."""
-        content: list[ContentBlock] = [_without_nulls(block) for block in message["content"]]
-        raw = message["usage"]
-        usage = _usage(raw, final)
+        content = content_of(message)
+        usage = usage_of(message["usage"], final)
         model = str(message.get("model") or request.model)
         stop = message.get("stop_reason")
         logger.info(
@@ -337,8 +423,7 @@ class AnthropicProvider:
             usage.output_tokens,
             int((time.monotonic() - started) * 1000),
         )
-        applied = parse_applied_edits(message.get("context_management"))
-        iterations = parse_iterations(raw.get("iterations"))
+        applied, iterations = extras_of(message)
         if applied:
             logger.info(
                 "anthropic context edits: %s",
@@ -355,16 +440,24 @@ class AnthropicProvider:
 
     async def count_tokens(self, request: LLMRequest) -> int | None:
         """Exact prompt tokens from the count_tokens endpoint; ``None`` where it does not exist."""
+        deadline = self._settings.deadline_seconds
         try:
             counter: Any = self._client.beta.messages if self._betas(request) else self._client.messages
-            counted = await counter.count_tokens(**self._params(request))
+            async with asyncio.timeout(deadline):
+                counted = await counter.count_tokens(**self._params(request))
+            return usage_of({"input_tokens": counted.input_tokens}).input_tokens
+        except TimeoutError as exc:
+            raise ProviderUnreachable(f"count_tokens gave no answer within {deadline:g} s") from exc
+        except (BodyTooLarge, BodyUndecodable) as exc:
+            raise MalformedAnswer(f"count_tokens: {exc}") from exc
         except anthropic.NotFoundError:
             # A proxy or compatible server without the endpoint: the caller falls back to estimates.
             logger.info("anthropic count_tokens: endpoint not found (%s)", request.model)
             return None
         except anthropic.AnthropicError as exc:
             raise map_error(exc) from exc
-        return int(counted.input_tokens)
+        except _SDK_READ_FAILURES as exc:
+            raise MalformedAnswer(f"count_tokens: {type(exc).__name__}") from exc
 
     async def aclose(self) -> None:
         await self._call.aclose()

@@ -7,6 +7,11 @@ SDK's client once, the body is sent as it was serialized, and the answer comes b
 What the SDK decides per call is kept: the same retries (connection errors, timeouts, 408, 409,
 429, 5xx, or what ``x-should-retry`` says), the same waits (``retry-after-ms`` / ``retry-after``,
 else 0.5 s doubling up to 8 s with jitter) and its retry-count header.
+
+What a hostile or broken server could make of it is bounded: a wait it asks for past
+``llm.max_retry_wait_seconds`` is not taken (the call fails with the answer it had), the whole
+call, attempts and waits together, ends at ``llm.deadline_seconds``, and the body is decoded
+no further than ``llm.max_response_bytes`` (:mod:`agent.bounded_body`).
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ import httpx2
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from agent.bounded_body import ACCEPT_ENCODING, BodyTooLarge, BodyUndecodable, read_bounded
+
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
+MAX_ERROR_TEXT = 500
 
 
 class ErrorAnswer(Exception):
@@ -37,6 +45,12 @@ class ErrorAnswer(Exception):
         self.error_type = error_type
         self.message = message
         self.headers = headers
+        self.refused_wait: str | None = None
+        """Why the retry the server asked for was not made (its wait too long), when it was not."""
+
+
+class BadAnswer(Exception):
+    """The answer's body could not be read: larger than allowed once decoded, or undecodable."""
 
 
 class NoAnswer(Exception):
@@ -84,18 +98,35 @@ def retry_wait(retries_taken: int, retry_after: float | None) -> float:
     return backoff * (1 - 0.25 * random.random())
 
 
+def wait_refusal(asked: float | None, wait: float, *, max_wait: float, time_left: float) -> str | None:
+    """Why a retry after ``wait`` seconds (``asked`` by the server, when it said) is not made:
+    the server asked for more than ``max_wait``, or the wait would outlast the call's deadline."""
+    if asked is not None and asked > max_wait:
+        return (
+            f"the server asked for {asked:,.0f} seconds before a retry, more than the "
+            f"{max_wait:g} s this service waits (llm.max_retry_wait_seconds)"
+        )
+    if wait >= time_left:
+        who = (
+            f"the server asked for {asked:,.0f} seconds" if asked is not None else f"a retry in {wait:,.1f} s"
+        )
+        return f"{who} before a retry, past the call's deadline (llm.deadline_seconds)"
+    return None
+
+
 def error_of(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorAnswer:
     """The API's error answer: its ``error.type`` and ``error.message`` when the body is the
-    API's JSON, else the body's text (as the SDK's message says it)."""
+    API's JSON, else the body's text (as the SDK's message says it), both cut short."""
     try:
         data: Any = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         kind = error.get("type")
-        return ErrorAnswer(status, kind if isinstance(kind, str) else None, error["message"], headers)
-    text = body.decode("utf-8", "replace")
+        kind = kind[:100] if isinstance(kind, str) else None
+        return ErrorAnswer(status, kind, error["message"][:MAX_ERROR_TEXT], headers)
+    text = body[:MAX_ERROR_TEXT].decode("utf-8", "replace")
     return ErrorAnswer(status, None, f"Error code: {status} - {text}", headers)
 
 
@@ -110,10 +141,16 @@ class MessagesCall:
         *,
         max_retries: int,
         timeout_seconds: float,
+        max_retry_wait: float = 60.0,
+        deadline_seconds: float = 300.0,
+        max_body_bytes: int = 16_000_000,
     ) -> None:
         self._url = url
-        self._headers = dict(headers)
+        self._headers = {**headers, "Accept-Encoding": ACCEPT_ENCODING}
         self._max_retries = max(0, max_retries)
+        self._max_retry_wait = max_retry_wait
+        self._deadline = deadline_seconds
+        self._max_body = max_body_bytes
         self._timeout = aiohttp.ClientTimeout(
             total=None, connect=timeout_seconds, sock_connect=timeout_seconds, sock_read=timeout_seconds
         )
@@ -121,8 +158,20 @@ class MessagesCall:
         self._proxy: tuple[URL, aiohttp.BasicAuth | None] | None = None
 
     async def post(self, body: bytes, headers: Mapping[str, str]) -> bytes:
-        """The 2xx answer's body; raises :class:`ErrorAnswer` for an error answer and
-        :class:`NoAnswer` when none came. Retries as the SDK would, up to ``max_retries``."""
+        """The 2xx answer's body; raises :class:`ErrorAnswer` for an error answer,
+        :class:`NoAnswer` when none came (in time) and :class:`BadAnswer` for a body past the
+        limit. Retries as the SDK would, up to ``max_retries``, within the deadline."""
+        ends = asyncio.get_running_loop().time() + self._deadline
+        try:
+            async with asyncio.timeout_at(ends):
+                return await self._retrying(body, headers, ends)
+        except TimeoutError as exc:
+            raise NoAnswer(
+                f"no complete answer within {self._deadline:g} s (llm.deadline_seconds)", timed_out=True
+            ) from exc
+
+    async def _retrying(self, body: bytes, headers: Mapping[str, str], ends: float) -> bytes:
+        loop = asyncio.get_running_loop()
         retries = 0
         while True:
             try:
@@ -141,7 +190,14 @@ class MessagesCall:
                 return answer
             if retries >= self._max_retries or not should_retry(status, got):
                 raise error_of(status, answer, got)
-            await asyncio.sleep(retry_wait(retries, parse_retry_after(got)))
+            asked = parse_retry_after(got)
+            wait = retry_wait(retries, asked)
+            refusal = wait_refusal(asked, wait, max_wait=self._max_retry_wait, time_left=ends - loop.time())
+            if refusal is not None:
+                failed = error_of(status, answer, got)
+                failed.refused_wait = refusal
+                raise failed
+            await asyncio.sleep(wait)
             retries += 1
 
     async def _attempt(
@@ -153,7 +209,9 @@ class MessagesCall:
             # looked up once here (aiohttp's trust_env reads the whole environment and ~/.netrc
             # again on every request: an eighth of a turn's CPU).
             connector = aiohttp.TCPConnector(ssl=httpx2.create_ssl_context(trust_env=True))
-            session = self._session = aiohttp.ClientSession(timeout=self._timeout, connector=connector)
+            session = self._session = aiohttp.ClientSession(
+                timeout=self._timeout, connector=connector, auto_decompress=False
+            )
             try:
                 self._proxy = get_env_proxy_for_url(URL(self._url))
             except LookupError:
@@ -163,7 +221,12 @@ class MessagesCall:
         async with session.post(
             self._url, data=body, headers=sent, proxy=proxy, proxy_auth=proxy_auth
         ) as response:
-            answer = await response.read()
+            try:
+                answer = await read_bounded(
+                    response.content, response.headers.get("Content-Encoding"), self._max_body
+                )
+            except (BodyTooLarge, BodyUndecodable) as exc:
+                raise BadAnswer(str(exc)) from exc
             return response.status, answer, response.headers
 
     async def aclose(self) -> None:

@@ -158,6 +158,13 @@ class LLMSettings(BaseModel):
 
     max_retries: int = Field(2, ge=0, le=10)
     timeout_seconds: float = Field(120.0, gt=0)
+    """The longest silence between two reads of an answer (and to connect)."""
+    max_retry_wait_seconds: float = Field(60.0, ge=0, le=3600)
+    """The longest wait a server's ``retry-after`` is granted; past it the call fails at once."""
+    deadline_seconds: float = Field(300.0, gt=0, le=86_400)
+    """One call's whole time, every attempt and wait included (a trickling answer ends here)."""
+    max_response_bytes: int = Field(16_000_000, ge=100_000, le=1_000_000_000)
+    """The most an answer's body may decode to (a stream's events counted together)."""
     max_output_tokens: int = Field(4096, ge=1)
     exact_token_counting: bool = False
     max_tool_iterations: int = Field(25, ge=1)

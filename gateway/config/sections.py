@@ -200,6 +200,8 @@ class TranscriptionSettings(BaseModel):
     """Longer recordings are not transcribed (the sender is told)."""
     max_bytes: int = Field(25_000_000, ge=1000)
     timeout_seconds: float = Field(120.0, gt=0, le=3600)
+    max_chars: int = Field(20_000, ge=100, le=1_000_000)
+    """A longer transcript is cut here, with a note saying so."""
 
     @property
     def enabled(self) -> bool:

@@ -175,6 +175,11 @@ class MediaLoader:
         if not text:
             problems.append(f"{name}: I couldn't make out any words in it")
             return None
+        if len(text) > config.max_chars:
+            text = (
+                f"{text[: config.max_chars]} … [transcript cut: the first {config.max_chars:,} of "
+                f"{len(text):,} characters]"
+            )
         return text_block(f"(voice, transcribed) {text}")
 
     async def _image_budget(self, session: AgentSession) -> int:

@@ -4,11 +4,15 @@ As strict as the real one where it matters to us: multipart/form-data only, a ``
 filename and a non-empty body and a ``model`` field are required (400 otherwise), the bearer key
 is checked when the fake is given one (401), the file is capped at 25 MB (413). The transcript is
 what ``transcripts`` maps the audio bytes to, else a default naming the byte count; answers are
-``{"text": ...}``. ``fail_next`` scripts errors.
+``{"text": ...}``. ``fail_next`` scripts errors; ``answer_next`` scripts a raw answer (the hostile
+shapes: :func:`transcript_bomb`, :func:`deep_json`, a wrong type).
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import zlib
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +20,34 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
+BOMB_CHARS = 300 * 1024 * 1024
+
+
+@functools.cache
+def transcript_bomb() -> bytes:
+    """``{"text": "aaaa..."}`` of 300 MB, gzip-compressed to ~0.3 MB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    chunk = b"a" * (1 << 20)
+    out = [packer.compress(b'{"text": "')]
+    out.extend(packer.compress(chunk) for _ in range(BOMB_CHARS >> 20))
+    out.append(packer.compress(b'"}') + packer.flush())
+    return b"".join(out)
+
+
+def deep_json(depth: int = 100_000) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+@dataclass(frozen=True, slots=True)
+class RawAnswer:
+    """A 200 answer sent as these bytes (``gzip``: with ``Content-Encoding: gzip``)."""
+
+    body: bytes
+    gzip: bool = False
+
+    @staticmethod
+    def of(value: Any) -> RawAnswer:
+        return RawAnswer(json.dumps(value).encode())
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +69,7 @@ class FakeTranscription:
         self.transcripts: dict[bytes, str] = {}
         self.requests: list[TranscriptionRequest] = []
         self._failures: deque[int] = deque()
+        self._answers: deque[RawAnswer] = deque()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -64,6 +97,10 @@ class FakeTranscription:
     def fail_next(self, status: int, times: int = 1) -> None:
         """Answer the next ``times`` requests with ``status`` (an OpenAI-style error body)."""
         self._failures.extend([status] * times)
+
+    def answer_next(self, answer: RawAnswer, times: int = 1) -> None:
+        """Answer the next ``times`` accepted requests with ``answer`` instead of a transcript."""
+        self._answers.extend([answer] * times)
 
     async def _transcribe(self, request: web.Request) -> web.Response:
         authorization = request.headers.get("Authorization")
@@ -95,6 +132,10 @@ class FakeTranscription:
         self.requests.append(
             TranscriptionRequest(fields["model"], file_name, content_type, data, authorization)
         )
+        if self._answers:
+            raw = self._answers.popleft()
+            headers = {"Content-Encoding": "gzip"} if raw.gzip else {}
+            return web.Response(body=raw.body, content_type="application/json", headers=headers)
         text = self.transcripts.get(data, f"transcript of {len(data)} bytes")
         return web.json_response({"text": text})
 

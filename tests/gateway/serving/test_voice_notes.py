@@ -18,7 +18,7 @@ from gateway.store.repository import Store
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.discord import FakeAttachment, FakeDiscord
 from tests.fakes.telegram import FakeTelegram
-from tests.fakes.transcription import FakeTranscription
+from tests.fakes.transcription import FakeTranscription, RawAnswer, deep_json
 from tests.gateway.conftest import MODEL, ChatResponder
 from tests.gateway.discord_support import DM_CHANNEL, USER, dm, make_adapter
 
@@ -187,3 +187,36 @@ async def test_the_backend_down_gets_one_clear_reply_and_nothing_is_lost(
         assert len(failures) == 1 and "not reachable" not in failures[0]
     for key in (TG_KEY, DC_KEY):
         assert "[attachment: voice" in await conversation_text(store, key)
+
+
+async def test_a_malformed_answer_gets_one_clear_reply_and_nothing_is_lost(
+    tmp_path: Path, db_url: str, store: Store
+) -> None:
+    responder = ChatResponder()
+    async with FakeTranscription() as stt:
+        stt.answer_next(RawAnswer(deep_json()), times=2)
+        async with service(tmp_path, db_url, responder, transcription={"url": stt.url}) as (tg, dc):
+            send_voices(tg, dc)
+            tg_texts, dc_texts = await both_sent(tg, dc, 2, 2)
+    for texts in (tg_texts, dc_texts):
+        failures = [t for t in notices_in(texts) if "couldn't transcribe it" in t]
+        assert len(failures) == 1 and "could not read" in failures[0]
+    for key in (TG_KEY, DC_KEY):
+        assert "[attachment: voice" in await conversation_text(store, key)
+
+
+async def test_a_transcript_over_max_chars_is_cut_with_a_note(
+    tmp_path: Path, db_url: str, store: Store
+) -> None:
+    responder = ChatResponder()
+    async with FakeTranscription() as stt:
+        stt.transcripts[AUDIO] = "blah " * 10_000
+        config = {"url": stt.url, "max_chars": 1000}
+        async with service(tmp_path, db_url, responder, transcription=config) as (tg, dc):
+            send_voices(tg, dc)
+            await both_sent(tg, dc, 1, 1)
+    for key in (TG_KEY, DC_KEY):
+        text = await conversation_text(store, key)
+        kept = text[text.index("(voice, transcribed) ") :].split(" … ")[0]
+        assert len(kept) == len("(voice, transcribed) ") + 1000
+        assert "[transcript cut: the first 1,000 of 49,999 characters]" in text
