@@ -40,7 +40,20 @@ SECRET_ENV: dict[tuple[str, ...], str] = {
     ("telegramwebhooksecret",): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
 }
 """Secret-bearing settings (keys compacted: lower case, letters and digits only) and their env vars."""
-_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "privatekey", "credentials")
+_SECRET_ENDINGS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "privatekey",
+    "credentials",
+    "authorization",
+    "cookie",
+)
+REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_REFERENCE_ONLY = re.compile(r"\s*(?:[A-Za-z]+\s+)?\$\{[A-Za-z_][A-Za-z0-9_]*\}\s*")
+# A value naming its secret instead of holding it: ${NAME}, or a scheme word and one (Bearer ${NAME}).
 _FREE_FORM = frozenset({"modelprices", "modelthresholds", "models"})  # keys there are model names
 
 
@@ -89,8 +102,14 @@ def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[str]
     for key, value in data.items():
         spelled = (*path, str(key))
         compact = tuple(_compact(k) for k in spelled)
+        if _resolved_at_start(compact) and isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value):
+            continue  # a ${NAME} reference, resolved from the environment when the server starts
         if compact in SECRET_ENV:
             found.append(SECRET_ENV[compact])
+        elif compact[-1].endswith(_SECRET_ENDINGS) and compact[0] == "mcpservers":
+            found.append(
+                f"{key} (written in the file as ${{{re.sub(r'[^A-Za-z0-9_]', '_', str(key)).upper()}}})"
+            )
         elif compact[-1].endswith(_SECRET_ENDINGS):
             found.append(ENV_PREFIX + "__".join(re.sub(r"[^A-Za-z0-9]+", "_", k).upper() for k in spelled))
         elif compact == ("databaseurl",) and isinstance(value, str) and _has_password(value):
@@ -98,6 +117,11 @@ def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[str]
         elif isinstance(value, Mapping) and compact[-1] not in _FREE_FORM:
             found.extend(secrets_in(value, spelled))
     return found
+
+
+def _resolved_at_start(compact: tuple[str, ...]) -> bool:
+    """An MCP server's ``env:`` or ``headers:`` value: the only place ``${NAME}`` is resolved."""
+    return len(compact) == 4 and compact[0] == "mcpservers" and compact[2] in ("env", "headers")
 
 
 def _has_password(url: str) -> bool:
@@ -118,3 +142,15 @@ def config_file_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettings
     """The YAML file's settings (``HYGIEIA_CONFIG``, else ``./hygieia.yaml``), or None without one."""
     path = _config_path()
     return None if path is None else SecretRefusingYamlSource(settings_cls, path)
+
+
+def resolve_references(value: str, environ: Mapping[str, str], where: str) -> str:
+    """``value`` with every ``${NAME}`` replaced from ``environ``; one clear line when one is unset."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ConfigError(f"{where}: ${{{name}}} is not set in the environment")
+        return environ[name]
+
+    return REFERENCE.sub(one, value)

@@ -8,6 +8,7 @@ gateway, scheduler, adapters) and hands each its collaborators; ``start`` and ``
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from agent.errors import ConfigError
 from agent.loop import AgentLoop
 from agent.provider import LLMProvider
 from agent.tools import ToolRegistry, default_registry
+from agent.tools.mcp_servers import McpCatalog
 from agent.tools.schedule import ScheduleTool
 from gateway.cluster.election import ClusterState
 from gateway.cluster.roles import Role, check_role, runs_intake, runs_worker
@@ -31,6 +33,7 @@ from gateway.platforms.discord_bot.adapter import DiscordAdapter
 from gateway.runner.adapters import intake_slots
 from gateway.runner.gateway_parts import build_gateway, default_lease, default_outbox_lease, dialect_of
 from gateway.runner.models import budget_for, build_context_engine, build_provider, context_window_for
+from gateway.runner.tool_servers import build_catalog
 from gateway.scheduling.runs import ClusterJobs
 from gateway.scheduling.tasks import TaskBook
 from gateway.serving.dispatch import Gateway, default_worker_id
@@ -196,6 +199,8 @@ class Service:
     """Set on PostgreSQL: elected intakes, send-only adapters, heartbeat (gateway.cluster)."""
     shard_claims: ShardClaimer | None = None
     """Set by :meth:`start` with ``discord.shard_ids: auto``: the shards this node claimed."""
+    tool_servers: McpCatalog | None = None
+    """The MCP servers of ``mcp_servers:`` (connected first at start, closed last at stop)."""
 
     @classmethod
     async def build(
@@ -229,6 +234,9 @@ class Service:
         provider = provider if provider is not None else build_provider(settings)
         engine = build_context_engine(settings, provider, sink=store.record_engine_failure, store=store)
         tools, tasks = build_tools(settings, store, engine)
+        tool_servers = build_catalog(settings, os.environ) if runs_worker(checked) else None
+        if tool_servers is not None:
+            tools.add_source(tool_servers)
         agent = build_agent(settings, provider, store, engine, tools)
         delivery = build_delivery(settings, db, store, routes, owner=worker_id if clustered else None)
         directory = build_directory(settings, store)
@@ -264,6 +272,7 @@ class Service:
             plan.local,
             checked,
             cluster,
+            tool_servers=tool_servers,
         )
 
     async def __aenter__(self) -> Service:
@@ -280,6 +289,8 @@ class Service:
 
     async def start(self) -> None:
         worker = runs_worker(self.role)
+        if self.tool_servers is not None:
+            await self.tool_servers.start()  # a server that fails is left down (and retried)
         if self.cluster is not None:
             await self.cluster.start_senders()
         if worker:
@@ -327,6 +338,8 @@ class Service:
                 _log.exception("stopping the %s adapter failed", adapter.name)
         if self.cluster is not None:
             await self.cluster.stop()
+        if self.tool_servers is not None:
+            await self.tool_servers.stop()
         await self.provider.aclose()
         await self.db.dispose()
         _log.info("hygieia stopped")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agent.tools.scope import ToolFilter
 from gateway.config import ChatOverride, Settings
 from gateway.store.override_ops import AdminOverride
 
@@ -127,3 +128,12 @@ def chat_notice_mode(
     """The chat's own ``compaction_notice`` (read live: it does not touch the cached prefix)."""
     found = matching(settings.overrides, platform, chat_id, thread_id)
     return next((e.compaction_notice for e in found if e.compaction_notice is not None), None)
+
+
+def chat_tool_filter(settings: Settings, platform: str, chat_id: str, thread_id: str | None) -> ToolFilter:
+    """The chat's own narrowing of the MCP tools (its most specific entry with ``tools:``). Read
+    live: a session's offer is frozen anyway (agent.tools.registry), so a change applies from its
+    next session or compaction."""
+    found = matching(settings.overrides, platform, chat_id, thread_id)
+    entry = next((e.tools for e in found if e.tools is not None), None)
+    return ToolFilter() if entry is None else ToolFilter(tuple(entry.include), tuple(entry.exclude))

@@ -137,6 +137,9 @@ class ServerConnection:
         if self._runner is not None:
             raise RuntimeError(f"the connection to server {self.name} is already started")
         self._stopping = False
+        if self.spec.unusable:
+            self._down(self.spec.unusable)
+            return
         self._set("starting")
         self._runner = asyncio.create_task(self._run(), name=f"mcp-server-{self.name}")
         with contextlib.suppress(TimeoutError):
@@ -146,6 +149,7 @@ class ServerConnection:
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
         if runner is None:
+            self._set("stopped")
             return
         self._stopping = True
         runner.cancel()

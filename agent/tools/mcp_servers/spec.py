@@ -34,6 +34,8 @@ class ServerSpec:
     connect_timeout_seconds: float = 30.0
     tools: ToolFilter = field(default_factory=ToolFilter)
     allow: tuple[str, ...] = ()
+    unusable: str = ""
+    """Why the server cannot be started at all (a ``${NAME}`` that is not set): it stays down."""
 
     @property
     def transport(self) -> str:

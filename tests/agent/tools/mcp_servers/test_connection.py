@@ -109,7 +109,9 @@ async def test_a_malformed_result_is_a_tool_error() -> None:
         assert [t.name for t in conn.listed] == ["broken"]
         output = await conn.call("broken", {})
     assert output.is_error
-    assert output.text == "the broken tool of server garbage failed: its answer is not a valid MCP tool result"
+    assert (
+        output.text == "the broken tool of server garbage failed: its answer is not a valid MCP tool result"
+    )
 
 
 async def test_a_changed_tool_list_is_listed_again() -> None:
