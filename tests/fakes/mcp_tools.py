@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -89,10 +90,9 @@ def tools_server(name: str = "fake") -> MCPServer:
         if not any(t.name == "extra" for t in await srv.list_tools()):
             srv.add_tool(extra, description="Appeared later.")
         await ctx.notify_tools_changed()
-        try:
+        # A 2025-era connection hears of the change this way; a 2026 one has no session to tell.
+        with contextlib.suppress(Exception):
             await ctx.request_context.session.send_tool_list_changed()
-        except Exception:  # noqa: BLE001 -- a modern connection has no legacy session to notify
-            pass
         return "grown"
 
     return srv

@@ -11,8 +11,8 @@ from agent.tools.mcp_servers import McpCatalog, ServerSpec, ToolCallRecord, wire
 from agent.tools.scope import ADMIN_SCOPE, ToolFilter, ToolScope
 from agent.types import ContextState
 from tests.agent.loop_support import make_session
-from tests.fakes.memory_store import InMemoryStore
 from tests.fakes.mcp_tools import tools_server
+from tests.fakes.memory_store import InMemoryStore
 
 MEMORY = "memory"  # the spec's transport is replaced by the in-process server
 

@@ -59,7 +59,9 @@ async def test_a_server_that_comes_up_later_is_connected_by_the_retries() -> Non
     async with connected(ServerSpec(name="late", url=f"http://127.0.0.1:{port}/mcp")) as conn:
         assert conn.state.status == "down"
         async with http_server(port):
-            while conn.state.status != "up":
+            for _ in range(400):
+                if conn.state.status == "up":
+                    break
                 await asyncio.sleep(0.05)
             output = await conn.call("echo", {"text": "back"})
     assert output.text == "back"

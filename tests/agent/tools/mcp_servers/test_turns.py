@@ -50,7 +50,7 @@ async def test_a_5mb_result_is_capped_with_a_pointer() -> None:
             await r.assert_valid()
     content = tool_results(r.script.chat_bodies[-1])[-1]["content"]
     assert len(content) <= 2000
-    assert f"[output truncated at" in content and f"of {5 * 1024 * 1024} chars" in content
+    assert "[output truncated at" in content and f"of {5 * 1024 * 1024} chars" in content
 
 
 async def test_an_image_result_reaches_the_model_as_an_image_block() -> None:
