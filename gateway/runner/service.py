@@ -38,6 +38,7 @@ from gateway.scheduling.runs import ClusterJobs
 from gateway.scheduling.tasks import TaskBook
 from gateway.serving.dispatch import Gateway, default_worker_id
 from gateway.serving.sessions import SessionDirectory
+from gateway.serving.tool_view import ToolView
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
@@ -251,6 +252,7 @@ class Service:
             lease_seconds=lease_seconds or settings.cluster.session_lease_seconds or default_lease(db),
             tasks=tasks,
             worker_id=worker_id,
+            tool_view=ToolView(tools, tool_servers),
         )
         scheduler = build_jobs(
             settings, JobParts(store, gateway, engine, directory, tools.definitions, tasks)

@@ -23,9 +23,11 @@ from agent.settings import CompressionSettings
 from agent.tasks import TaskRejected
 from agent.tokens import estimate_tokens
 from agent.tools.schedule import task_line
+from agent.tools.scope import ToolScope
 from agent.types import AgentSession, ChatMessage, CompactionRecord, ContextState
 from gateway.platforms.base import CommandSpec
 from gateway.scheduling.tasks import TaskBook
+from gateway.serving.tool_view import ToolView
 from gateway.store.engine_ops import SessionStrategyRuns, strategy_overview
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
@@ -36,7 +38,7 @@ HELP: dict[str, str] = {
     "new": "start a fresh conversation (the current one stays searchable)",
     "compact": "summarize the older part of this conversation now (/compact budget: focus on the budget)",
     "forget": "set the last N exchanges aside (default 1); still searchable, an admin can restore them",
-    "context": "how full the model's window is: system, memory, summary, history, tools, free",
+    "context": "how full the model's window is: system, memory, summary, history, tool output, tools, free",
     "usage": "tokens, cache hit rate and cost of this conversation",
     "status": "model, age, messages, compactions",
     "stop": "stop the answer in progress",
@@ -122,6 +124,9 @@ class CommandContext:
     memory_tokens: int = 0
     clock: Clock = utcnow
     tasks: TaskBook | None = None
+    tools: ToolView | None = None
+    scope: ToolScope | None = None
+    """Who the command's chat turns serve: which tools its sessions are offered."""
 
 
 Handler = Callable[[CommandContext, str], Awaitable[str]]
@@ -172,14 +177,17 @@ def context_breakdown(
     """(part, tokens) for system, memory, summary, history, tools and free, in the window's units."""
     system = estimate_tokens(session.system_prompt, state)
     summary = estimate_tokens([m for m in messages if m.kind == "summary"], state)
-    history = estimate_tokens([m for m in messages if m.kind != "summary"], state)
-    used = system + memory_tokens + summary + history + tool_tokens
+    # A tool round's results come back as a user message of tool_result blocks alone.
+    output = estimate_tokens([m for m in messages if m.kind != "summary" and m.tool_result_ids()], state)
+    history = estimate_tokens([m for m in messages if m.kind != "summary" and not m.tool_result_ids()], state)
+    used = system + memory_tokens + summary + history + output + tool_tokens
     free = max(0, session.context_window - used)
     return [
         ("system", system),
         ("memory", memory_tokens),
         ("summary", summary),
         ("history", history),
+        ("tool out", output),
         ("tools", tool_tokens),
         ("free", free),
     ]
@@ -216,8 +224,11 @@ async def _context(ctx: CommandContext, _: str) -> str:
     messages = await ctx.store.load_active(ctx.session.id)
     state = await ctx.store.load_context_state(ctx.session.id)
     session = with_api_limit(ctx.session, state)  # the limit the API reported, when it is lower
+    tool_tokens = ctx.tool_tokens
+    if ctx.tools is not None and ctx.scope is not None:
+        tool_tokens = ctx.tools.definition_tokens(ctx.scope, state)
     parts = context_breakdown(
-        session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
+        session, messages, state, tool_tokens=tool_tokens, memory_tokens=ctx.memory_tokens
     )
     chart = render_bars(parts, session.context_window)
     chart += "\n" + budget_line(session, ctx.compression)
@@ -302,6 +313,8 @@ async def _status(ctx: CommandContext, _: str) -> str:
             f"Last compaction: {when}, {last.trigger}, {last.messages_archived} messages, "
             f"{last.tokens_before:,} -> {last.tokens_after:,} tokens{restored}"
         )
+    if ctx.tools is not None:
+        lines.extend(ctx.tools.server_lines())
     return "\n".join(lines)
 
 

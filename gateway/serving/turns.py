@@ -22,7 +22,6 @@ from agent.context_engine import ContextEngine
 from agent.errors import LLMError, StoreError
 from agent.loop import AgentLoop
 from agent.loop_turn import TurnResult
-from agent.tools.scope import ToolScope
 from agent.types import AgentSession, ChatMessage
 from gateway.config import Settings
 from gateway.outbound.failures import GAVE_UP, classify
@@ -34,9 +33,10 @@ from gateway.serving.compaction_notices import compaction_notices, notice_mode
 from gateway.serving.hygiene import HygieneReport, run_hygiene
 from gateway.serving.inbound import InboxItem, truncation_note, user_message
 from gateway.serving.media_loader import MediaLoader, media_notice
-from gateway.serving.overrides import chat_notice_mode, chat_tool_filter
+from gateway.serving.overrides import chat_notice_mode
 from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory
+from gateway.serving.tool_view import tool_scope
 from gateway.store.fence import LeaseLost
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
@@ -306,7 +306,7 @@ class TurnServer:
                 state=report.state,
                 when_slow=when_slow,
                 listener=live,
-                tool_scope=self._tool_scope(pending[-1].item, target),
+                tool_scope=tool_scope(self._settings, self._auth, pending[-1].item.user_id, target),
             )
         )
         self._book.running[key] = turn
@@ -337,17 +337,6 @@ class TurnServer:
         if live is not None:
             await live.abandon(INTERRUPTED_NOTE)
         return await self._failed(key, session, pending, target, exc)
-
-    def _tool_scope(self, item: InboxItem, target: OutboundTarget) -> ToolScope:
-        """Who the turn serves (the last message's author, in this chat): which MCP tools it is offered."""
-        user = item.user_id or ""
-        return ToolScope(
-            platform=target.platform,
-            user_id=user,
-            chat_id=target.chat_id,
-            is_admin=self._auth.is_admin(target.platform, user),
-            tools=chat_tool_filter(self._settings, target.platform, target.chat_id, target.thread_id),
-        )
 
     def _summarizing_notice(self, session_id: str, target: OutboundTarget) -> WhenSlow:
         """What the chat is told about the compactions of this turn (sessions.compaction_notice)."""
