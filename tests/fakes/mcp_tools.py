@@ -22,6 +22,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -80,10 +81,11 @@ def tools_server(name: str = "fake") -> MCPServer:
     def tagged() -> str:
         return TAGGED_TEXT
 
-    @srv.tool(description="Wait the given milliseconds (the server's own time).")
+    @srv.tool(description="Wait the given milliseconds; answers the milliseconds the tool itself took.")
     async def delay(ms: float) -> str:
+        started = time.perf_counter()
         await asyncio.sleep(ms / 1000)
-        return "done"
+        return f"{(time.perf_counter() - started) * 1000:.4f}"
 
     @srv.tool(description="Add the tool 'extra' and announce the change.")
     async def grow(ctx: Context) -> str:
