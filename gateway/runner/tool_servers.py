@@ -55,3 +55,20 @@ def build_catalog(
     """The catalog of the enabled servers (None without any: nothing to start)."""
     specs = server_specs(settings, environ)
     return McpCatalog(specs, observer=observer) if specs else None
+
+
+async def probe_servers(settings: Settings, environ: Mapping[str, str]) -> list[tuple[str, bool, str]]:
+    """Connect to every enabled server once (``hygieia doctor``): (name, up, its tools or why not)."""
+    catalog = build_catalog(settings, environ)
+    if catalog is None:
+        return []
+    found: list[tuple[str, bool, str]] = []
+    async with catalog:
+        for connection in catalog.connections:
+            state = connection.state
+            if state.status != "up":
+                found.append((connection.name, False, state.describe()))
+                continue
+            names = ", ".join(t.name for t in catalog.server_tools(connection)) or "none offered"
+            found.append((connection.name, True, f"{len(catalog.server_tools(connection))} tools: {names}"))
+    return found
