@@ -235,7 +235,9 @@ class Service:
         provider = provider if provider is not None else build_provider(settings)
         engine = build_context_engine(settings, provider, sink=store.record_engine_failure, store=store)
         tools, tasks = build_tools(settings, store, engine)
-        tool_servers = build_catalog(settings, os.environ) if runs_worker(checked) else None
+        tool_servers = (
+            build_catalog(settings, os.environ, store.record_tool_call) if runs_worker(checked) else None
+        )
         if tool_servers is not None:
             tools.add_source(tool_servers)
         agent = build_agent(settings, provider, store, engine, tools)
