@@ -327,6 +327,11 @@ def _override_line(info: SessionInfo) -> str:
     parts = [f"summary model {frozen['summary_model']}"] if frozen.get("summary_model") else []
     if frozen.get("budget_tokens"):
         parts.append(f"budget {int(frozen['budget_tokens']):,} tokens")
+    tools = frozen.get("tools")
+    if isinstance(tools, dict):
+        parts.extend(
+            f"MCP tools {key} {', '.join(tools[key])}" for key in ("include", "exclude") if tools.get(key)
+        )
     extra = f" ({', '.join(parts)})" if parts else ""
     return f"Chat overrides: {', '.join(str(m) for m in match)}{extra}; changes apply after /new"
 

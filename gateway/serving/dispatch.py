@@ -471,7 +471,7 @@ class Gateway:
                 clock=self._clock,
                 tasks=self._tasks,
                 tools=self._tool_view,
-                scope=tool_scope(self._settings, self._auth, item.user_id, item.reply_target),
+                scope=tool_scope(self._auth, item.user_id, item.reply_target, info),
             )
             text = await run_command(ctx, command)
         await self._replies.answer_command(session.id, item, text)

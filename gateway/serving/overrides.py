@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent.tools.scope import ToolFilter
-from gateway.config import ChatOverride, Settings
+from gateway.config import ChatOverride, Settings, ToolGlobs
 from gateway.store.override_ops import AdminOverride
 
 NoticeMode = Literal["off", "on_failure", "always"]
@@ -33,6 +33,7 @@ class ChatSettings:
     summary_model: str | None = None
     budget_tokens: int | None = None
     compaction_notice: NoticeMode | None = None
+    tools: ToolGlobs | None = None
     match: tuple[str, ...] = ()
 
     def frozen(self) -> dict[str, Any] | None:
@@ -42,6 +43,7 @@ class ChatSettings:
         return {
             "summary_model": self.summary_model,
             "budget_tokens": self.budget_tokens,
+            "tools": None if self.tools is None else self.tools.model_dump(),
             "match": list(self.match),
         }
 
@@ -74,6 +76,7 @@ def as_entry(row: AdminOverride) -> ChatOverride:
         summary_model=row.summary_model,
         budget_tokens=row.budget_tokens,
         compaction_notice=None,
+        tools=None if not row.tools else ToolGlobs.model_validate(row.tools),
     )
 
 
@@ -118,6 +121,7 @@ def resolve(
         summary_model=first("summary_model"),
         budget_tokens=first("budget_tokens"),
         compaction_notice=first("compaction_notice"),
+        tools=first("tools"),
         match=tuple(name for name, _ in named),
     )
 
@@ -130,10 +134,9 @@ def chat_notice_mode(
     return next((e.compaction_notice for e in found if e.compaction_notice is not None), None)
 
 
-def chat_tool_filter(settings: Settings, platform: str, chat_id: str, thread_id: str | None) -> ToolFilter:
-    """The chat's own narrowing of the MCP tools (its most specific entry with ``tools:``). Read
-    live: a session's offer is frozen anyway (agent.tools.registry), so a change applies from its
-    next session or compaction."""
-    found = matching(settings.overrides, platform, chat_id, thread_id)
-    entry = next((e.tools for e in found if e.tools is not None), None)
-    return ToolFilter() if entry is None else ToolFilter(tuple(entry.include), tuple(entry.exclude))
+def frozen_tool_filter(frozen: dict[str, Any] | None) -> ToolFilter:
+    """The MCP-tool narrowing a session started with (its ``chat_overrides``; none: no narrowing)."""
+    tools = (frozen or {}).get("tools")
+    if not isinstance(tools, dict):
+        return ToolFilter()
+    return ToolFilter(tuple(tools.get("include") or ()), tuple(tools.get("exclude") or ()))

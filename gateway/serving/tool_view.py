@@ -15,23 +15,22 @@ from agent.tools import ToolRegistry
 from agent.tools.mcp_servers import McpCatalog
 from agent.tools.scope import ToolScope
 from agent.types import ContextState
-from gateway.config import Settings
 from gateway.platforms.base import OutboundTarget
 from gateway.serving.auth import Authorizer
-from gateway.serving.overrides import chat_tool_filter
+from gateway.serving.overrides import frozen_tool_filter
+from gateway.store.records import SessionInfo
 
 
-def tool_scope(
-    settings: Settings, auth: Authorizer, user_id: str | None, target: OutboundTarget
-) -> ToolScope:
-    """Who a turn serves (its last message's author, in this chat): which MCP tools it is offered."""
+def tool_scope(auth: Authorizer, user_id: str | None, target: OutboundTarget, info: SessionInfo) -> ToolScope:
+    """Who a turn serves (its last message's author, in this chat): which MCP tools it is offered,
+    narrowed by the overrides its session started with."""
     user = user_id or ""
     return ToolScope(
         platform=target.platform,
         user_id=user,
         chat_id=target.chat_id,
         is_admin=auth.is_admin(target.platform, user),
-        tools=chat_tool_filter(settings, target.platform, target.chat_id, target.thread_id),
+        tools=frozen_tool_filter(info.chat_overrides),
     )
 
 

@@ -148,6 +148,7 @@ class TurnServer:
         done: list[tuple[int, int | None]] = []
         addressed: list[tuple[PendingItem[InboxItem], bool]] = []
         if appended is not None and current is not None:
+            info = current
             session = self._directory.agent_session(current)
             await self._sort_out(session, items, [[] for _ in items], appended, first_try, done, addressed)
         else:
@@ -173,7 +174,7 @@ class TurnServer:
                 await self._replies.notice(
                     session.id, without_quote(target), truncation_note(kept, truncated_from)
                 )
-        return await self._answer(key, session, pending, target, appended)
+        return await self._answer(key, session, pending, target, appended, info)
 
     async def _append_all(
         self,
@@ -289,6 +290,7 @@ class TurnServer:
         pending: list[PendingItem[InboxItem]],
         target: OutboundTarget,
         appended: AppendedTurn | None,
+        info: SessionInfo,
     ) -> Outcome:
         # Typing from before hygiene: a compaction can take a while, the user should see life.
         typing = asyncio.create_task(self._replies.keep_typing(target))
@@ -306,7 +308,7 @@ class TurnServer:
                 state=report.state,
                 when_slow=when_slow,
                 listener=live,
-                tool_scope=tool_scope(self._settings, self._auth, pending[-1].item.user_id, target),
+                tool_scope=tool_scope(self._auth, pending[-1].item.user_id, target, info),
             )
         )
         self._book.running[key] = turn

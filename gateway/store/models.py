@@ -489,6 +489,7 @@ class AdminOverrideRow(Base):
     model: Mapped[str | None] = mapped_column(String(128))
     summary_model: Mapped[str | None] = mapped_column(String(128))
     budget_tokens: Mapped[int | None] = mapped_column(Integer)
+    tools: Mapped[dict[str, Any] | None] = mapped_column(Json)  # {include: [globs], exclude: [globs]}
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_by: Mapped[str] = mapped_column(String(255))
 

@@ -1,6 +1,7 @@
 """Tool calls: one row per call of an MCP server's tool (server, tool, duration, error), for the
 admin session page and the per-server counts of ``/metrics``. The output itself is never kept here:
-it is in the transcript, where pruning, clearing and erasure reach it.
+it is in the transcript, where pruning, clearing and erasure reach it. ``admin_overrides.tools``:
+an admin-set override may narrow the MCP tools a chat is offered (``{include, exclude}`` globs).
 
 Revision ID: 0016_tool_calls
 Revises: 0014_lean_rows
@@ -37,8 +38,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_tool_calls"),
     )
     op.create_index("ix_tool_calls_session_id", "tool_calls", ["session_id"])
+    op.add_column("admin_overrides", sa.Column("tools", sa.JSON(none_as_null=True), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("admin_overrides") as batch:
+        batch.drop_column("tools")
     op.drop_index("ix_tool_calls_session_id", table_name="tool_calls")
     op.drop_table("tool_calls")

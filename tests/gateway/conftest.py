@@ -251,6 +251,7 @@ async def gateway_rig(
             settings.sessions,
             model=settings.model,
             context_window=lambda model: context_window_for(settings, model),
+            overrides=settings.overrides,
         )
         gateway = build_gateway(
             settings=settings,

@@ -151,3 +151,19 @@ async def test_an_image_becomes_an_image_block() -> None:
         output = await conn.call("picture", {})
     assert [block["type"] for block in output.media] == ["image"]
     assert output.media[0]["source"]["media_type"] == "image/png"
+
+
+async def test_a_stopped_turn_cancels_its_call_at_once_and_the_server_stays_usable() -> None:
+    loop = asyncio.get_running_loop()
+    async with connected(
+        ServerSpec(name="mem", url="memory", timeout_seconds=30), target=tools_server()
+    ) as conn:
+        call = asyncio.create_task(conn.call("hang", {"seconds": 30}))
+        await asyncio.sleep(0.2)
+        started = loop.time()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert loop.time() - started < 2
+        after = await conn.call("echo", {"text": "still up"})
+    assert after.text == "still up"
