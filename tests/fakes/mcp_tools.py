@@ -9,7 +9,8 @@ but answers every ``tools/call`` with a result that breaks the protocol's schema
 
 Tools: ``echo``, ``add``, ``environment`` (the child's environment as JSON), ``crash`` (the process
 exits mid-call), ``hang`` (sleeps), ``big`` (a text of ``size`` chars), ``picture`` (a PNG),
-``tagged`` (text carrying Unicode tag characters), ``grow`` (adds the tool ``extra`` and says the
+``tagged`` (text carrying Unicode tag characters),
+``fail`` (a tool error saying ``message``), ``grow`` (adds the tool ``extra`` and says the
 list changed), ``delay`` (sleeps ``ms``: the server's own time, for the bench).
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 # 1x1 transparent PNG.
 PNG_1X1 = base64.b64decode(
@@ -72,6 +74,10 @@ def tools_server(name: str = "fake") -> MCPServer:
     @srv.tool(description="Answer a text of the given size.")
     def big(size: int) -> str:
         return "x" * size
+
+    @srv.tool(description="Fail with the given message.")
+    def fail(message: str) -> str:
+        raise ToolError(message)
 
     @srv.tool(description="Answer a picture.")
     def picture() -> Image:

@@ -54,3 +54,18 @@ async def test_metrics_count_calls_errors_and_latency_per_server(store: Store) -
     assert samples[("hygieia_mcp_call_duration_seconds_count", fake)] == 3
     assert samples[("hygieia_mcp_call_duration_seconds_sum", fake)] >= 0.3
     assert samples[("hygieia_mcp_call_duration_seconds_bucket", (("le", "+Inf"), ("server", "fake")))] == 3
+
+
+async def test_a_calls_error_line_is_kept_redacted(store: Store) -> None:
+    sid = await new_session(store)
+    secret = "sk-ant-api03-" + "q" * 40
+    async with McpCatalog(
+        [ServerSpec(name="fake", url="memory")],
+        targets={"fake": tools_server()},
+        observer=store.record_tool_call,
+    ) as cat:
+        tool = next(t for t in cat.tools_for(ADMIN_SCOPE) if t.name == "mcp_fake_fail")
+        output = await tool.run(ToolContext(make_session(sid), InMemoryStore(), "scope"), {"message": secret})
+    [call] = await store.session_tool_calls(sid)
+    assert output.is_error and secret in output.text  # the model reads what the server said
+    assert call.error is not None and secret not in call.error and "[REDACTED]" in call.error

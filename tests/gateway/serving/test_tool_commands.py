@@ -38,7 +38,7 @@ async def test_status_lists_each_server_and_its_state(store: Store) -> None:
         await rig.say("/status")
         await rig.settle()
     status = rig.adapter.texts[-1]
-    assert "MCP server fake: up since" in status and ", 10 tools" in status
+    assert "MCP server fake: up since" in status and ", 11 tools" in status
     assert "MCP server gone: down since" in status and " because " in status
 
 
