@@ -40,6 +40,7 @@ from agent.settings import LLMSettings, ModelSpec, PromptCachingSettings
 from agent.storage import ConversationStore
 from agent.tokens import cost_usd, model_info, prompt_size
 from agent.tools import ToolContext, ToolOutput, ToolRegistry, cap_output, default_registry, tool_result_block
+from agent.tools.scope import ToolScope
 from agent.types import (
     AgentSession,
     ChatMessage,
@@ -97,6 +98,7 @@ class AgentLoop:
         memory_scope: str | None = None,
         when_slow: WhenSlow | None = None,
         listener: TurnListener | None = None,
+        tool_scope: ToolScope | None = None,
     ) -> TurnResult:
         """Answer the conversation as it stands (``history``, else the stored active view).
 
@@ -104,6 +106,7 @@ class AgentLoop:
         already stored the user's message. ``state``, when given, is the session's compression
         state as the caller has just read it (else it is loaded). ``when_slow`` is told when a
         compaction takes long; ``listener`` sees the reply as it is streamed (when the provider can stream).
+        ``tool_scope`` is who the turn serves: which per-chat tools (MCP servers) it is offered.
         Raises :class:`agent.errors.LLMError` subclasses for provider failures;
         ``asyncio.CancelledError`` leaves the transcript valid.
         """
@@ -115,7 +118,10 @@ class AgentLoop:
         info = model_info(session.model, prices=self._prices, overrides=self._models)
         ttl = turn_ttl(self._caching.cache_ttl, view, state, info) if self._caching.enabled else None
         scope = memory_scope or session.key or session.id
-        turn = Turn(session, view, state, scope, ttl, self.tools.definitions(), when_slow, listener=listener)
+        offer = self.tools.offer(tool_scope, state)
+        turn = Turn(
+            session, view, state, scope, ttl, offer.definitions(), when_slow, listener=listener, offer=offer
+        )
         try:
             if message is not None:
                 await self._append(turn, message, produced=False)
@@ -420,7 +426,7 @@ class AgentLoop:
             turn_start_id=turn.start_id,
         )
         try:
-            output = await self.tools.dispatch(ctx, name, use.get("input", {}))
+            output = await turn.tool_offer().dispatch(ctx, name, use.get("input", {}))
         except Exception as exc:  # a tool's bug must not abort the turn: the model reads it and goes on
             _log.error("tool %s raised", name, exc_info=exc, extra={"session": turn.session.id})
             output = ToolOutput.error(

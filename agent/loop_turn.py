@@ -9,6 +9,7 @@ from typing import Any
 
 from agent.compaction import WhenSlow
 from agent.llm_stream import TurnListener
+from agent.tools.registry import ToolOffer
 from agent.types import (
     AgentSession,
     ChatMessage,
@@ -63,6 +64,13 @@ class Turn:
     """``repr`` of :attr:`state` as this turn last saved it (None: not saved yet)."""
     unrecorded: UsageRecord | None = None
     """The last call's usage, stored with the reply it produced (or alone when there is none)."""
+    offer: ToolOffer | None = None
+    """The tools behind :attr:`tools`, which the turn's tool calls dispatch to."""
+
+    def tool_offer(self) -> ToolOffer:
+        if self.offer is None:
+            raise RuntimeError("this turn was built without its tools")
+        return self.offer
 
     def record(self, stored: ChatMessage, *, produced: bool) -> None:
         self.view.append(stored)

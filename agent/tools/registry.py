@@ -1,25 +1,89 @@
-"""The tool registry: what the model is offered, and dispatch by name with input checks."""
+"""The tool registry: what the model is offered, and dispatch by name with input checks.
+
+Built-in and deployer tools are registered once; a :class:`ToolSource` (the MCP catalog) adds
+tools per chat. What one session is offered is a :class:`ToolOffer`, frozen for the session
+until its next compaction, so the cached prefix (tools come first) holds.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from agent.errors import ConfigError, ToolError
 from agent.tools.base import JSONObject, Tool, ToolContext, ToolOutput
 from agent.tools.schema import validate_input
+from agent.tools.scope import ADMIN_SCOPE, ToolScope
+from agent.types import ContextState
 
 _log = logging.getLogger(__name__)
 
+OFFER_KEY = "tool_offer"
+"""Where a session's frozen offer is named in its context state: its digest and the compaction count."""
+KEPT_OFFERS = 256
+
+
+class ToolSource(Protocol):
+    """Tools that depend on who a turn serves (the MCP catalog is one)."""
+
+    def tools_for(self, scope: ToolScope) -> Sequence[Tool]: ...
+
+
+class ToolOffer:
+    """The tools one request carries: their wire definitions (sorted by name) and dispatch."""
+
+    def __init__(self, tools: Mapping[str, Tool], wire: str) -> None:
+        self.tools = dict(tools)
+        self._wire = wire
+        self.digest = hashlib.sha256(wire.encode()).hexdigest()[:16]
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> ToolOffer:
+        by_name = {t.name: t for t in tools}
+        return cls(by_name, json.dumps([by_name[n].definition() for n in sorted(by_name)]))
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.tools)
+
+    def definitions(self) -> list[JSONObject]:
+        """A fresh copy of the wire definitions (parsed from JSON: microseconds, where a deep
+        copy of the schemas cost a quarter of a millisecond on every turn)."""
+        definitions: list[JSONObject] = json.loads(self._wire)
+        return definitions
+
+    async def dispatch(self, ctx: ToolContext, name: str, tool_input: Any) -> ToolOutput:
+        """Run tool ``name``; unknown tools, bad input and :class:`ToolError` become error results.
+
+        Any other exception is a bug in the tool and propagates; the loop turns it into an
+        error result, so the turn goes on.
+        """
+        tool = self.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.names) or "none"
+            return ToolOutput.error(f"unknown tool {name!r}; available tools: {known}")
+        problems = validate_input(tool.input_schema, tool_input)
+        if problems:
+            return ToolOutput.error(f"invalid input for {name}: " + "; ".join(problems))
+        try:
+            return await tool.run(ctx, dict(tool_input))
+        except ToolError as exc:
+            _log.info("tool %s refused its input: %s", name, exc, extra={"session": ctx.session.id})
+            return ToolOutput.error(str(exc))
+
 
 class ToolRegistry:
-    """Tools by name. Deployers add their own with :meth:`register`."""
+    """Tools by name: deployers add their own with :meth:`register`, per-chat ones with :meth:`add_source`."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        self._wire: str | None = None
+        self._own: ToolOffer | None = None
+        self._sources: list[ToolSource] = []
+        self._offers: OrderedDict[str, ToolOffer] = OrderedDict()
         for tool in tools:
             self.register(tool)
 
@@ -31,7 +95,11 @@ class ToolRegistry:
         if tool.input_schema.get("type") != "object":
             raise ConfigError(f"tool {tool.name!r}: input_schema must be a JSON object schema")
         self._tools[tool.name] = tool
-        self._wire = None
+        self._own = None
+
+    def add_source(self, source: ToolSource) -> None:
+        """Tools offered per chat, beside the registered ones (which win a name clash)."""
+        self._sources.append(source)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -46,32 +114,52 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
+    def own(self) -> ToolOffer:
+        """The registered tools alone (read once per registration: a tool's wire form is fixed)."""
+        if self._own is None:
+            self._own = ToolOffer.of(self._tools.values())
+        return self._own
+
     def definitions(self) -> list[JSONObject]:
-        """Wire definitions sorted by name: the order never depends on registration order,
-        so the cached prompt prefix (tools come first) stays byte-identical. Each call gets its
-        own copy; the definitions are read once per registration (a tool's wire form is fixed),
-        and copied by parsing their JSON, which costs a few microseconds where a deep copy of
-        the schemas cost a quarter of a millisecond on every turn."""
-        if self._wire is None:
-            self._wire = json.dumps([self._tools[name].definition() for name in self.names])
-        definitions: list[JSONObject] = json.loads(self._wire)
-        return definitions
+        """Wire definitions of the registered tools, sorted by name: the order never depends on
+        registration order, so the cached prompt prefix stays byte-identical."""
+        return self.own().definitions()
+
+    def offer(self, scope: ToolScope | None = None, state: ContextState | None = None) -> ToolOffer:
+        """What a turn for ``scope`` is offered. With ``state``, the offer is frozen: the one the
+        session was first given stays until its next compaction (a changed catalog applies then,
+        or in the next session), as long as this process still holds it."""
+        own = self.own()
+        if not self._sources:
+            return own
+        current = self._current(scope or ADMIN_SCOPE, own)
+        if state is None:
+            return current
+        frozen = state.extra.get(OFFER_KEY)
+        if isinstance(frozen, dict) and frozen.get("compactions") == state.compaction_count:
+            kept = self._offers.get(str(frozen.get("digest")))
+            if kept is not None:
+                self._offers.move_to_end(kept.digest)
+                return kept
+        self._offers[current.digest] = current
+        self._offers.move_to_end(current.digest)
+        while len(self._offers) > KEPT_OFFERS:
+            self._offers.popitem(last=False)
+        state.extra[OFFER_KEY] = {"digest": current.digest, "compactions": state.compaction_count}
+        return current
 
     async def dispatch(self, ctx: ToolContext, name: str, tool_input: Any) -> ToolOutput:
-        """Run tool ``name``; unknown tools, bad input and :class:`ToolError` become error results.
+        """Run a registered tool by name (see :meth:`ToolOffer.dispatch`)."""
+        return await self.own().dispatch(ctx, name, tool_input)
 
-        Any other exception is a bug in the tool and propagates; the loop turns it into an
-        error result, so the turn goes on.
-        """
-        tool = self._tools.get(name)
-        if tool is None:
-            known = ", ".join(self.names) or "none"
-            return ToolOutput.error(f"unknown tool {name!r}; available tools: {known}")
-        problems = validate_input(tool.input_schema, tool_input)
-        if problems:
-            return ToolOutput.error(f"invalid input for {name}: " + "; ".join(problems))
-        try:
-            return await tool.run(ctx, dict(tool_input))
-        except ToolError as exc:
-            _log.info("tool %s refused its input: %s", name, exc, extra={"session": ctx.session.id})
-            return ToolOutput.error(str(exc))
+    def _current(self, scope: ToolScope, own: ToolOffer) -> ToolOffer:
+        tools: dict[str, Tool] = {}
+        for source in self._sources:
+            for tool in source.tools_for(scope):
+                if tool.name in self._tools or tool.name in tools or not scope.tools.keeps(tool.name):
+                    continue
+                tools[tool.name] = tool
+        if not tools:
+            return own
+        tools.update(own.tools)
+        return ToolOffer.of(tools.values())

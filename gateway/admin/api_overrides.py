@@ -30,6 +30,8 @@ class OverrideBody(ChatBody):
     model: Name | None = None
     summary_model: Name | None = None
     budget_tokens: int | None = None
+    tools: dict[str, list[Name]] | None = None
+    """Globs narrowing the chat's MCP tools: ``{"include": [...], "exclude": [...]}``."""
 
 
 def overrides_api_router(overrides: OverrideActions) -> APIRouter:

@@ -30,6 +30,7 @@ from gateway.admin.middleware import AccessLog, AdminAuth, FailedLogins, check_a
 from gateway.admin.overrides import KnownModel, OverrideActions, table_model
 from gateway.admin.page import esc, layout
 from gateway.admin.scheduler_api import scheduler_metrics, scheduler_router
+from gateway.admin.tool_calls import tool_call_metrics
 from gateway.admin.views import html, page_router
 from gateway.admin.views import usage_router as usage_page_router
 from gateway.admin.views_actions import actions_router
@@ -116,6 +117,7 @@ def create_app(
         body = metrics.render(await store.store_totals(), await store.strategy_totals())
         body += await scheduler_metrics(store)
         body += await cluster_metrics(store)
+        body += await tool_call_metrics(store)
         return Response(body, media_type=CONTENT_TYPE)
 
     actions = AdminActions(store, engine, context_window, budget)

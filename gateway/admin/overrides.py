@@ -25,7 +25,7 @@ from gateway.store.override_ops import AdminOverride
 from gateway.store.repository import Store
 
 MAX_PROMPT_CHARS = 20_000
-SETTINGS = ("system_prompt", "model", "summary_model", "budget_tokens")
+SETTINGS = ("system_prompt", "model", "summary_model", "budget_tokens", "tools")
 KnownModel = Callable[[str], bool]
 
 
@@ -61,6 +61,29 @@ def _budget(value: Any) -> int | None:
         raise BadRequest("budget_tokens: a whole number of tokens (at least 1,000)") from None
 
 
+MAX_GLOBS = 50
+
+
+def _globs(value: Any, name: str) -> list[str]:
+    """Globs from a list (the API) or one text of comma- or line-separated ones (the form)."""
+    if value is None or value == "":
+        return []
+    items = value.replace("\n", ",").split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or len(items) > MAX_GLOBS:
+        raise BadRequest(f"{name}: at most {MAX_GLOBS} globs, as a list or separated by commas")
+    globs = [_text(item, name, 128) for item in items]
+    return [g for g in globs if g]
+
+
+def _tools(values: dict[str, Any]) -> dict[str, list[str]] | None:
+    given = values.get("tools")
+    if given is not None and not isinstance(given, dict):
+        raise BadRequest("tools: an object {include: [globs], exclude: [globs]}")
+    include = _globs((given or {}).get("include", values.get("tools_include")), "tools.include")
+    exclude = _globs((given or {}).get("exclude", values.get("tools_exclude")), "tools.exclude")
+    return {"include": include, "exclude": exclude} if include or exclude else None
+
+
 def checked_override(values: dict[str, Any], known_model: KnownModel) -> AdminOverride:
     """An override from what the admin sent (a form's or the API's fields); BadRequest in one line
     naming what is wrong."""
@@ -76,6 +99,7 @@ def checked_override(values: dict[str, Any], known_model: KnownModel) -> AdminOv
         "model": _text(values.get("model"), "model", 128),
         "summary_model": _text(values.get("summary_model"), "summary_model", 128),
         "budget_tokens": _budget(values.get("budget_tokens")),
+        "tools": _tools(values),
     }
     if all(fields[name] is None for name in SETTINGS):
         raise BadRequest(f"set at least one of {', '.join(SETTINGS)} (to remove an override, clear it)")
@@ -102,6 +126,7 @@ def checked_override(values: dict[str, Any], known_model: KnownModel) -> AdminOv
         model=entry.model,
         summary_model=entry.summary_model,
         budget_tokens=entry.budget_tokens,
+        tools=None if entry.tools is None else entry.tools.model_dump(),
     )
 
 
@@ -121,7 +146,15 @@ def describe(entry: AdminOverride) -> str:
         parts.append(f"summary model {entry.summary_model}")
     if entry.budget_tokens:
         parts.append(f"budget {entry.budget_tokens:,} tokens")
+    if entry.tools:
+        parts.append(f"MCP tools {tools_text(entry.tools)}")
     return ", ".join(parts)
+
+
+def tools_text(tools: dict[str, list[str]]) -> str:
+    """``include a, b; exclude c`` (what an override's ``tools`` keeps of the MCP tools)."""
+    parts = [f"{key} {', '.join(tools[key])}" for key in ("include", "exclude") if tools.get(key)]
+    return "; ".join(parts)
 
 
 def override_json(entry: AdminOverride | ChatOverride, source: str) -> dict[str, Any]:
@@ -132,6 +165,8 @@ def override_json(entry: AdminOverride | ChatOverride, source: str) -> dict[str,
         "thread": entry.thread,
         **{name: getattr(entry, name) for name in SETTINGS},
     }
+    if isinstance(entry, ChatOverride) and entry.tools is not None:
+        out["tools"] = entry.tools.model_dump()
     if isinstance(entry, AdminOverride):
         out["updated_at"] = entry.updated_at.isoformat() if entry.updated_at else None
         out["updated_by"] = entry.updated_by

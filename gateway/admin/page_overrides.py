@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlencode
 
-from gateway.admin.overrides import known_models
+from gateway.admin.overrides import known_models, tools_text
 from gateway.admin.page import esc, layout, when
 from gateway.admin.page_actions import BY_FIELD
 from gateway.config import ChatOverride
@@ -25,12 +25,19 @@ def _cells(entry: AdminOverride | ChatOverride) -> str:
         f'<td class="prompt">{esc(shown)}</td><td>{esc(entry.model or "")}</td>'
         f"<td>{esc(entry.summary_model or '')}</td>"
         f'<td class="n">{f"{entry.budget_tokens:,}" if entry.budget_tokens else ""}</td>'
+        f"<td>{esc(_tools(entry))}</td>"
     )
+
+
+def _tools(entry: AdminOverride | ChatOverride) -> str:
+    if isinstance(entry, ChatOverride):
+        return tools_text(entry.tools.model_dump()) if entry.tools is not None else ""
+    return tools_text(entry.tools) if entry.tools else ""
 
 
 HEAD = (
     "<tr><th>platform</th><th>chat</th><th>thread</th><th>system prompt</th><th>model</th>"
-    '<th>summary model</th><th class="n">budget</th>'
+    '<th>summary model</th><th class="n">budget</th><th>MCP tools</th>'
 )
 
 
@@ -82,6 +89,9 @@ def overrides_page(
         + _field("model", "model", extra=' list="models" maxlength="128"')
         + _field("summary_model", "summary model", extra=' list="models" maxlength="128"')
         + _field("budget_tokens", "budget tokens", "number", ' min="1000"')
+        + "</p><p>"
+        + _field("tools_include", "MCP tools: include (globs, commas)", extra=' maxlength="2000"')
+        + _field("tools_exclude", "exclude", extra=' maxlength="2000"')
         + '</p><p><label>system prompt <textarea name="system_prompt" rows="4" cols="80" '
         'maxlength="20000"></textarea></label></p>'
         f'<datalist id="models">{models}</datalist>'
@@ -90,7 +100,9 @@ def overrides_page(
     )
     body = (
         "<h1>Per-chat overrides</h1>"
-        '<p class="muted">A chat\'s system prompt, model, summary model and token budget. What applies is '
+        '<p class="muted">A chat\'s system prompt, model, summary model, token budget and the MCP tools it '
+        "is offered (globs over <code>mcp_&lt;server&gt;_&lt;tool&gt;</code>, narrowing what the servers' "
+        "<code>allow:</code> rules give). What applies is "
         "resolved when a chat's session starts and kept for that session (the cached prefix holds), so a "
         "change applies from the chat's next session: <code>/new</code>. Most specific first (a thread "
         "beats its chat); at the same level an admin-set entry beats the config's. A setting left empty "

@@ -27,12 +27,14 @@ def session_page(
     compactions: Sequence[CompactionRecord],
     chart: str,
     runs: Sequence[SessionStrategyRuns] = (),
+    tools: str = "",
     page: MessagePage,
     limit: int,
     target: int | None = None,
     notice: str = "",
 ) -> str:
-    """``/sessions/{id}``: facts, cost, the context chart, compactions, actions and the transcript."""
+    """``/sessions/{id}``: facts, cost, the context chart, compactions, tool calls (``tools``: their
+    table), actions and the transcript."""
     active, archived = counts
     total = usage.totals
     facts = (
@@ -58,6 +60,7 @@ def session_page(
         + "<h2>Cost and usage</h2>"
         + usage_table(usage.rows, total, first="day")
         + _compactions_table(compactions, runs)
+        + tools
         + f'<h2>Transcript</h2><p class="muted">messages {page.offset + 1}–'
         f"{page.offset + len(page.messages)} of {page.total}</p>"
         + pager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import tempfile
 from dataclasses import asdict, dataclass
@@ -18,6 +19,7 @@ from gateway.admin.middleware import check_admin_token
 from gateway.cli.common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
 from gateway.jobs.retention import retention_policy
+from gateway.runner.tool_servers import probe_servers
 from gateway.store.db import Database
 from gateway.store.migrate import current_revision, head_revision
 from gateway.store.repository import Store
@@ -68,10 +70,19 @@ async def run_checks(settings: Settings, *, contact_endpoints: bool) -> list[Che
     checks.append(await _check_telegram(settings, contact_endpoints))
     checks.append(await _check_discord(settings, contact_endpoints))
     checks.extend(_check_access(settings))
+    checks.extend(await _check_mcp_servers(settings, contact_endpoints))
     checks.append(_check_context_engine(settings))
     checks.append(_check_caching(settings))
     checks.append(Check("retention", "ok", retention_policy(settings)))
     return checks
+
+
+async def _check_mcp_servers(settings: Settings, contact: bool) -> list[Check]:
+    """Every configured MCP server connected once, with the tools it offers."""
+    if not contact:
+        return [Check(f"mcp {name}", "ok", "configured (not contacted)") for name in settings.mcp_servers]
+    found = await probe_servers(settings, os.environ)
+    return [Check(f"mcp {name}", "ok" if up else "fail", detail) for name, up, detail in found]
 
 
 def _check_context_engine(settings: Settings) -> Check:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     NoDecode,
 )
@@ -135,6 +136,57 @@ class SessionSettings(BaseModel):
     (cuts bot-to-bot loops); a person's message in the chat starts the count again."""
 
 
+class ToolGlobs(BaseModel):
+    """``tools: {include: [globs], exclude: [globs]}``: which tools are kept (none included = all)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+
+_SELECTOR = re.compile(r"\*|(user|chat):[^:\s]+:\S+")
+
+
+class McpServerSettings(BaseModel):
+    """One entry of ``mcp_servers:``: a stdio child (``command``) or Streamable HTTP (``url``).
+
+    Values in ``env`` and ``headers`` may be ``${NAME}`` references, resolved from the service's
+    environment at start (a literal secret there is refused by the secret check)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+    timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    """Per call: past it the call is a tool error and the turn goes on."""
+    connect_timeout_seconds: float = Field(30.0, gt=0, le=600)
+    tools: ToolGlobs = Field(default_factory=ToolGlobs)
+    allow: list[str] = Field(default_factory=list)
+    """Who is offered the tools: ``user:<platform>:<id>``, ``chat:<platform>:<id>``, ``*`` (every
+    allowed user); empty: admin users only."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("give either command (a stdio server) or url (Streamable HTTP), not both")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        if self.url and (self.args or self.env or self.cwd):
+            raise ValueError("args, env and cwd are for a stdio server (command); this one has a url")
+        if self.command and self.headers:
+            raise ValueError("headers are for a Streamable HTTP server (url); this one has a command")
+        for rule in self.allow:
+            if not _SELECTOR.fullmatch(rule):
+                raise ValueError(f"allow: {rule!r} is not user:<platform>:<id>, chat:<platform>:<id> or *")
+        return self
+
+
 class ChatOverride(BaseModel):
     """One entry of ``overrides:``: settings for one chat (or one thread of it).
 
@@ -153,6 +205,8 @@ class ChatOverride(BaseModel):
     budget_tokens: int | None = Field(None, ge=1000, le=MAX_TOKEN_COUNT)
     """The session's window is min(the model's window, this)."""
     compaction_notice: Literal["off", "on_failure", "always"] | None = None
+    tools: ToolGlobs | None = None
+    """Narrows the MCP tools this chat is offered (globs over ``mcp_<server>_<tool>`` names)."""
 
     @field_validator("chat", "thread", mode="before")
     @classmethod

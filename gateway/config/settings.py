@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +30,7 @@ from gateway.config.sections import (
     ClusterSettings,
     DeliverySettings,
     DiscordSettings,
+    McpServerSettings,
     MediaSettings,
     SchedulerSettings,
     SessionSettings,
@@ -102,6 +104,8 @@ class Settings(BaseSettings):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     overrides: list[ChatOverride] = Field(default_factory=list)
     """Per-chat system prompt, model, summary model, token budget (gateway.serving.overrides)."""
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    """MCP servers whose tools the agent is offered (docs/tools.md), by name."""
 
     _validate_lists = field_validator("allowed_users", "admin_users", mode="before")(split_csv)
 
@@ -118,6 +122,14 @@ class Settings(BaseSettings):
             platform, _, user = item.partition(":")
             if not platform or not user:
                 raise ValueError(f"{item!r} is not platform:user_id (for example telegram:12345)")
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9_-]{1,40}", name):
+                raise ValueError(f"server name {name!r}: use up to 40 letters, digits, '_' or '-'")
         return value
 
     @classmethod

@@ -53,7 +53,20 @@ SECRET_OWNERS: tuple[tuple[str, str], ...] = (
 """A secret-looking key that is not one of ours, by the word in its path that says whose it is, and
 the env var that secret is read from (first word found wins: ``telegram.webhook_token`` is the
 webhook's)."""
-_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "privatekey", "credentials")
+_SECRET_ENDINGS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "privatekey",
+    "credentials",
+    "authorization",
+    "cookie",
+)
+REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_REFERENCE_ONLY = re.compile(r"\s*(?:[A-Za-z]+\s+)?\$\{[A-Za-z_][A-Za-z0-9_]*\}\s*")
+# A value naming its secret instead of holding it: ${NAME}, or a scheme word and one (Bearer ${NAME}).
 _FREE_FORM = frozenset({"modelprices", "modelthresholds", "models"})  # keys there are model names
 
 
@@ -109,6 +122,9 @@ class LeakedSecret:
 
     key: str
     env: str | None
+    reference: bool = False
+    """An MCP server's ``env:`` / ``headers:`` value: to be written ``${NAME}`` in the file, with NAME
+    set in the environment."""
 
 
 def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[LeakedSecret]:
@@ -118,8 +134,12 @@ def secrets_in(data: Mapping[Any, Any], path: tuple[str, ...] = ()) -> list[Leak
         spelled = (*path, str(key))
         compact = tuple(_compact(k) for k in spelled)
         where = ".".join(spelled)
+        if _resolved_at_start(compact) and isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value):
+            continue  # a ${NAME} reference, resolved from the environment when the server starts
         if compact in SECRET_ENV:
             found.append(LeakedSecret(where, SECRET_ENV[compact]))
+        elif compact[0] == "mcpservers" and looks_secret(spelled):
+            found.append(LeakedSecret(where, re.sub(r"[^A-Za-z0-9_]", "_", str(key)).upper(), reference=True))
         elif looks_secret(spelled):
             found.append(LeakedSecret(where, secret_env_for(compact)))
         elif compact == ("databaseurl",) and isinstance(value, str) and _has_password(value):
@@ -150,9 +170,14 @@ def secret_env_for(path: tuple[str, ...]) -> str | None:
 
 def refusal(path: Path, leaked: list[LeakedSecret]) -> str:
     """The one line refusing a file with secrets: each key, and where its value goes instead."""
-    ours = [s for s in leaked if s.env is not None]
+    ours = [s for s in leaked if s.env is not None and not s.reference]
+    named = [s for s in leaked if s.reference]
     stray = [s.key for s in leaked if s.env is None]
     parts: list[str] = []
+    for s in named:
+        parts.append(
+            f"{s.key} must be written in the file as ${{{s.env}}}, with {s.env} set in the environment"
+        )
     if ours:
         keys = ", ".join(dict.fromkeys(s.key for s in ours))
         envs = ", ".join(dict.fromkeys(str(s.env) for s in ours))
@@ -163,6 +188,11 @@ def refusal(path: Path, leaked: list[LeakedSecret]) -> str:
             f"remove {', '.join(stray)}: no setting holds such a secret (the secrets read are {known})"
         )
     return f"{path}: secrets are not read from the config file; " + "; ".join(parts)
+
+
+def _resolved_at_start(compact: tuple[str, ...]) -> bool:
+    """An MCP server's ``env:`` or ``headers:`` value: the only place ``${NAME}`` is resolved."""
+    return len(compact) == 4 and compact[0] == "mcpservers" and compact[2] in ("env", "headers")
 
 
 def _has_password(url: str) -> bool:
@@ -183,3 +213,15 @@ def config_file_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettings
     """The YAML file's settings (``HYGIEIA_CONFIG``, else ``./hygieia.yaml``), or None without one."""
     path = _config_path()
     return None if path is None else SecretRefusingYamlSource(settings_cls, path)
+
+
+def resolve_references(value: str, environ: Mapping[str, str], where: str) -> str:
+    """``value`` with every ``${NAME}`` replaced from ``environ``; one clear line when one is unset."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ConfigError(f"{where}: ${{{name}}} is not set in the environment")
+        return environ[name]
+
+    return REFERENCE.sub(one, value)

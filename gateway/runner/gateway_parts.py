@@ -23,6 +23,7 @@ from gateway.serving.dispatch import Gateway, ServingParts, default_worker_id
 from gateway.serving.media_loader import MediaLoader
 from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory, SessionLocks
+from gateway.serving.tool_view import ToolView
 from gateway.serving.transcription import build_transcriber
 from gateway.serving.turns import TurnBook, TurnServer
 from gateway.store.db import Database
@@ -75,6 +76,7 @@ def build_gateway(
     retry: RetryPolicy | None = None,
     tasks: TaskBook | None = None,
     clock: Clock = utcnow,
+    tool_view: ToolView | None = None,
 ) -> Gateway:
     """The gateway and every part it serves with, each handed its collaborators (nothing is built
     inside the gateway)."""
@@ -132,6 +134,7 @@ def build_gateway(
         worker_id=worker,
         tools=definitions,
         tool_tokens=tool_tokens(tools),
+        tool_view=tool_view or ToolView(tools),
         lease_seconds=lease_seconds,
         clock=clock,
         tasks=tasks,

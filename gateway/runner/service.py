@@ -8,6 +8,7 @@ gateway, scheduler, adapters) and hands each its collaborators; ``start`` and ``
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from agent.context_engine import ContextEngine
 from agent.loop import AgentLoop
 from agent.provider import LLMProvider
 from agent.tools import ToolRegistry, default_registry
+from agent.tools.mcp_servers import McpCatalog
 from agent.tools.schedule import ScheduleTool
 from gateway.cluster.election import ClusterState
 from gateway.cluster.roles import Role, check_role, runs_intake, runs_worker
@@ -29,10 +31,12 @@ from gateway.platforms.discord_bot.adapter import DiscordAdapter
 from gateway.runner.adapters import intake_slots
 from gateway.runner.gateway_parts import build_gateway, default_lease, default_outbox_lease, dialect_of
 from gateway.runner.models import budget_for, build_context_engine, build_provider, context_window_for
+from gateway.runner.tool_servers import build_catalog
 from gateway.scheduling.runs import ClusterJobs
 from gateway.scheduling.tasks import TaskBook
 from gateway.serving.dispatch import Gateway, default_worker_id
 from gateway.serving.sessions import SessionDirectory
+from gateway.serving.tool_view import ToolView
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
@@ -191,6 +195,8 @@ class Service:
     """Set on PostgreSQL: elected intakes, send-only adapters, heartbeat (gateway.cluster)."""
     shard_claims: ShardClaimer | None = None
     """Set by :meth:`start` with ``discord.shard_ids: auto``: the shards this node claimed."""
+    tool_servers: McpCatalog | None = None
+    """The MCP servers of ``mcp_servers:`` (connected first at start, closed last at stop)."""
 
     @classmethod
     async def build(
@@ -224,6 +230,11 @@ class Service:
             own = {**plan.senders, **{a.name: a for a in plan.local}}
             routes = SendRoutes(own, intakes, [a.name for a in adapters])
         tools, tasks = build_tools(settings, store, engine)
+        tool_servers = (
+            build_catalog(settings, os.environ, store.record_tool_call) if runs_worker(checked) else None
+        )
+        if tool_servers is not None:
+            tools.add_source(tool_servers)
         agent = build_agent(settings, provider, store, engine, tools)
         delivery = build_delivery(settings, db, store, routes, owner=worker_id if clustered else None)
         directory = build_directory(settings, store)
@@ -238,6 +249,7 @@ class Service:
             lease_seconds=lease_seconds or settings.cluster.session_lease_seconds or default_lease(db),
             tasks=tasks,
             worker_id=worker_id,
+            tool_view=ToolView(tools, tool_servers),
         )
         scheduler = build_jobs(
             settings, JobParts(store, gateway, engine, directory, tools.definitions, tasks)
@@ -259,6 +271,7 @@ class Service:
             plan.local,
             checked,
             cluster,
+            tool_servers=tool_servers,
         )
 
     async def __aenter__(self) -> Service:
@@ -275,6 +288,8 @@ class Service:
 
     async def start(self) -> None:
         worker = runs_worker(self.role)
+        if self.tool_servers is not None:
+            await self.tool_servers.start()  # a server that fails is left down (and retried)
         if self.cluster is not None:
             await self.cluster.start_senders()
         if worker:
@@ -340,6 +355,8 @@ class Service:
                 _log.exception("stopping the %s adapter failed", adapter.name)
         if self.cluster is not None:
             await self.cluster.stop()
+        if self.tool_servers is not None:
+            await self.tool_servers.stop()
         await self.provider.aclose()
         await self.db.dispose()
         _log.info("hygieia stopped")

@@ -23,9 +23,11 @@ from agent.settings import CompressionSettings
 from agent.tasks import TaskRejected
 from agent.tokens import estimate_tokens
 from agent.tools.schedule import task_line
+from agent.tools.scope import ToolScope
 from agent.types import AgentSession, ChatMessage, CompactionRecord, ContextState, effective_budget
 from gateway.platforms.base import CommandSpec
 from gateway.scheduling.tasks import TaskBook
+from gateway.serving.tool_view import ToolView
 from gateway.store.engine_ops import SessionStrategyRuns, strategy_overview
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
@@ -37,7 +39,7 @@ HELP: dict[str, str] = {
     "new": "start a fresh conversation (the current one stays searchable)",
     "compact": "summarize the older part of this conversation now (/compact budget: focus on the budget)",
     "forget": "set the last N exchanges aside (default 1); still searchable, an admin can restore them",
-    "context": "how full the model's window is: system, memory, summary, history, tools, free",
+    "context": "how full the model's window is: system, memory, summary, history, tool output, tools, free",
     "usage": "tokens, cache hit rate and cost of this conversation",
     "status": "model, age, messages, compactions",
     "stop": "stop the answer in progress",
@@ -125,6 +127,9 @@ class CommandContext:
     tasks: TaskBook | None = None
     next_model: Callable[[], Awaitable[str]] | None = None
     """The model a new session of this chat would start with (``/status`` compares)."""
+    tools: ToolView | None = None
+    scope: ToolScope | None = None
+    """Who the command's chat turns serve: which tools its sessions are offered."""
 
 
 Handler = Callable[[CommandContext, str], Awaitable[str]]
@@ -180,14 +185,17 @@ def context_breakdown(
     of the effective budget (the room every threshold is a fraction of)."""
     system = estimate_tokens(session.system_prompt, state)
     summary = estimate_tokens([m for m in messages if m.kind == "summary"], state)
-    history = estimate_tokens([m for m in messages if m.kind != "summary"], state)
-    used = system + memory_tokens + summary + history + tool_tokens
+    # A tool round's results come back as a user message of tool_result blocks alone.
+    output = estimate_tokens([m for m in messages if m.kind != "summary" and m.tool_result_ids()], state)
+    history = estimate_tokens([m for m in messages if m.kind != "summary" and not m.tool_result_ids()], state)
+    used = system + memory_tokens + summary + history + output + tool_tokens
     free = max(0, session.budget_window - used)
     return [
         ("system", system),
         ("memory", memory_tokens),
         ("summary", summary),
         ("history", history),
+        ("tool out", output),
         ("tools", tool_tokens),
         ("free", free),
     ]
@@ -236,8 +244,11 @@ async def _context_parts(ctx: CommandContext) -> tuple[AgentSession, ContextStat
     messages = await ctx.store.load_active(ctx.session.id)
     state = await ctx.store.load_context_state(ctx.session.id)
     session = with_api_limit(ctx.session, state)  # the limit the API reported, when it is lower
+    tool_tokens = ctx.tool_tokens
+    if ctx.tools is not None and ctx.scope is not None:
+        tool_tokens = ctx.tools.definition_tokens(ctx.scope, state)
     parts = context_breakdown(
-        session, messages, state, tool_tokens=ctx.tool_tokens, memory_tokens=ctx.memory_tokens
+        session, messages, state, tool_tokens=tool_tokens, memory_tokens=ctx.memory_tokens
     )
     return session, state, parts
 
@@ -336,6 +347,8 @@ async def _status(ctx: CommandContext, _: str) -> str:
             f"Last compaction: {when}, {last.trigger}, {last.messages_archived} messages, "
             f"{last.tokens_before:,} -> {last.tokens_after:,} tokens{restored}"
         )
+    if ctx.tools is not None:
+        lines.extend(ctx.tools.server_lines())
     return "\n".join(lines)
 
 
@@ -356,6 +369,11 @@ def _override_line(info: SessionInfo) -> str:
     parts = [f"summary model {frozen['summary_model']}"] if frozen.get("summary_model") else []
     if frozen.get("budget_tokens"):
         parts.append(f"budget {int(frozen['budget_tokens']):,} tokens")
+    tools = frozen.get("tools")
+    if isinstance(tools, dict):
+        parts.extend(
+            f"MCP tools {key} {', '.join(tools[key])}" for key in ("include", "exclude") if tools.get(key)
+        )
     extra = f" ({', '.join(parts)})" if parts else ""
     return f"Chat overrides: {', '.join(str(m) for m in match)}{extra}; changes apply after /new"
 

@@ -45,6 +45,7 @@ from gateway.serving.inbound import InboxItem, clean_text, inbox_message_id, inb
 from gateway.serving.media_loader import MediaLoader
 from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory, SessionLocks, session_key
+from gateway.serving.tool_view import ToolView, tool_scope
 from gateway.serving.turns import CANCEL_REASONS, Outcome, TurnBook, TurnServer
 from gateway.store import fence
 from gateway.store.base import CONFLICT_RETRIES
@@ -97,6 +98,7 @@ class Gateway:
         worker_id: str,
         tools: list[dict[str, Any]] | None = None,
         tool_tokens: int = 0,
+        tool_view: ToolView | None = None,
         lease_seconds: float = LEASE_SECONDS,
         clock: Clock = utcnow,
         tasks: TaskBook | None = None,
@@ -113,6 +115,7 @@ class Gateway:
         self._locks = parts.locks
         self._tools = tools or []
         self._tool_tokens = tool_tokens
+        self._tool_view = tool_view
         self._lease = lease_seconds
         self._retry = parts.retry
         self._worker_id = worker_id
@@ -468,6 +471,8 @@ class Gateway:
                 clock=self._clock,
                 tasks=self._tasks,
                 next_model=lambda: self._directory.next_model(info),
+                tools=self._tool_view,
+                scope=tool_scope(self._auth, item.user_id, item.reply_target, info),
             )
             text = await run_command(ctx, command)
         await self._replies.answer_command(session.id, item, text)

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.config import ChatOverride, Settings
+from agent.tools.scope import ToolFilter
+from gateway.config import ChatOverride, Settings, ToolGlobs
 from gateway.store.override_ops import AdminOverride
 
 NoticeMode = Literal["off", "on_failure", "always"]
@@ -32,6 +33,7 @@ class ChatSettings:
     summary_model: str | None = None
     budget_tokens: int | None = None
     compaction_notice: NoticeMode | None = None
+    tools: ToolGlobs | None = None
     match: tuple[str, ...] = ()
 
     def frozen(self) -> dict[str, Any] | None:
@@ -41,6 +43,7 @@ class ChatSettings:
         return {
             "summary_model": self.summary_model,
             "budget_tokens": self.budget_tokens,
+            "tools": None if self.tools is None else self.tools.model_dump(),
             "match": list(self.match),
         }
 
@@ -73,6 +76,7 @@ def as_entry(row: AdminOverride) -> ChatOverride:
         summary_model=row.summary_model,
         budget_tokens=row.budget_tokens,
         compaction_notice=None,
+        tools=None if not row.tools else ToolGlobs.model_validate(row.tools),
     )
 
 
@@ -117,6 +121,7 @@ def resolve(
         summary_model=first("summary_model"),
         budget_tokens=first("budget_tokens"),
         compaction_notice=first("compaction_notice"),
+        tools=first("tools"),
         match=tuple(name for name, _ in named),
     )
 
@@ -127,3 +132,11 @@ def chat_notice_mode(
     """The chat's own ``compaction_notice`` (read live: it does not touch the cached prefix)."""
     found = matching(settings.overrides, platform, chat_id, thread_id)
     return next((e.compaction_notice for e in found if e.compaction_notice is not None), None)
+
+
+def frozen_tool_filter(frozen: dict[str, Any] | None) -> ToolFilter:
+    """The MCP-tool narrowing a session started with (its ``chat_overrides``; none: no narrowing)."""
+    tools = (frozen or {}).get("tools")
+    if not isinstance(tools, dict):
+        return ToolFilter()
+    return ToolFilter(tuple(tools.get("include") or ()), tuple(tools.get("exclude") or ()))

@@ -28,6 +28,7 @@ from gateway.outbound.failures import GAVE_UP, classify
 from gateway.outbound.replies import PendingItem, Replies, reply_of, without_quote
 from gateway.outbound.streaming import INTERRUPTED_NOTE, STOPPED_NOTE, Streams
 from gateway.platforms.base import OutboundTarget
+from gateway.serving.auth import Authorizer
 from gateway.serving.compaction_notices import compaction_notices, notice_mode
 from gateway.serving.hygiene import HygieneReport, run_hygiene
 from gateway.serving.inbound import InboxItem, truncation_note, user_message
@@ -35,6 +36,7 @@ from gateway.serving.media_loader import MediaLoader, media_notice
 from gateway.serving.overrides import chat_notice_mode
 from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory
+from gateway.serving.tool_view import tool_scope
 from gateway.store.fence import LeaseLost
 from gateway.store.records import SessionInfo
 from gateway.store.repository import Store
@@ -107,6 +109,7 @@ class TurnServer:
         self._media = media
         self._directory = directory
         self._tools = tools
+        self._auth = Authorizer(settings)
         self._retry = retry
         self._clock = clock
         self._book = book
@@ -145,6 +148,7 @@ class TurnServer:
         done: list[tuple[int, int | None]] = []
         addressed: list[tuple[PendingItem[InboxItem], bool]] = []
         if appended is not None and current is not None:
+            info = current
             session = self._directory.agent_session(current)
             await self._sort_out(session, items, [[] for _ in items], appended, first_try, done, addressed)
         else:
@@ -170,7 +174,7 @@ class TurnServer:
                 await self._replies.notice(
                     session.id, without_quote(target), truncation_note(kept, truncated_from)
                 )
-        return await self._answer(key, session, pending, target, appended)
+        return await self._answer(key, session, pending, target, appended, info)
 
     async def _append_all(
         self,
@@ -286,6 +290,7 @@ class TurnServer:
         pending: list[PendingItem[InboxItem]],
         target: OutboundTarget,
         appended: AppendedTurn | None,
+        info: SessionInfo,
     ) -> Outcome:
         # Typing from before hygiene: a compaction can take a while, the user should see life.
         typing = asyncio.create_task(self._replies.keep_typing(target))
@@ -298,7 +303,12 @@ class TurnServer:
         live = self._streams.open(session.id, target)
         turn: asyncio.Task[TurnResult] = asyncio.create_task(
             self._agent.run_turn(
-                session, history=report.messages, state=report.state, when_slow=when_slow, listener=live
+                session,
+                history=report.messages,
+                state=report.state,
+                when_slow=when_slow,
+                listener=live,
+                tool_scope=tool_scope(self._auth, pending[-1].item.user_id, target, info),
             )
         )
         self._book.running[key] = turn

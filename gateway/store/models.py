@@ -454,6 +454,25 @@ class StrategyRunRow(Base):
 strategy_runs: Table = Base.metadata.tables["strategy_runs"]
 
 
+class ToolCallRow(Base):
+    """One call of an MCP server's tool: for the admin page and ``/metrics`` (never its output)."""
+
+    __tablename__ = "tool_calls"
+    __table_args__ = (Index("ix_tool_calls_session_id", "session_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(32))
+    server: Mapped[str] = mapped_column(String(64))
+    tool: Mapped[str] = mapped_column(String(128))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    duration_ms: Mapped[float] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)
+    output_chars: Mapped[int] = mapped_column(Integer)
+
+
+tool_calls: Table = Base.metadata.tables["tool_calls"]
+
+
 class AdminOverrideRow(Base):
     """A per-chat override an admin set on the admin page (beside the config's ``overrides:``).
 
@@ -470,6 +489,7 @@ class AdminOverrideRow(Base):
     model: Mapped[str | None] = mapped_column(String(128))
     summary_model: Mapped[str | None] = mapped_column(String(128))
     budget_tokens: Mapped[int | None] = mapped_column(Integer)
+    tools: Mapped[dict[str, Any] | None] = mapped_column(Json)  # {include: [globs], exclude: [globs]}
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_by: Mapped[str] = mapped_column(String(255))
 

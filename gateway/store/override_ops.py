@@ -32,6 +32,8 @@ class AdminOverride:
     model: str | None = None
     summary_model: str | None = None
     budget_tokens: int | None = None
+    tools: dict[str, list[str]] | None = None
+    """Globs narrowing the chat's MCP tools: ``{"include": [...], "exclude": [...]}``."""
     updated_at: datetime | None = None
     updated_by: str = ""
 
@@ -45,6 +47,7 @@ def _record(m: RowMapping) -> AdminOverride:
         model=m["model"],
         summary_model=m["summary_model"],
         budget_tokens=m["budget_tokens"],
+        tools=m["tools"],
         updated_at=m["updated_at"],
         updated_by=m["updated_by"],
     )
@@ -90,6 +93,7 @@ class OverrideOps(Repo):
             "model": entry.model,
             "summary_model": entry.summary_model,
             "budget_tokens": entry.budget_tokens,
+            "tools": entry.tools,
             "updated_at": utcnow(),
             "updated_by": clean_text(actor)[:255],
         }

@@ -30,6 +30,7 @@ from gateway.store.search_ops import SearchOps
 from gateway.store.session_ops import SessionOps
 from gateway.store.stream_ops import StreamOps
 from gateway.store.task_ops import TaskOps
+from gateway.store.tool_call_ops import ToolCallOps
 from gateway.store.turn_ops import TurnOps
 from gateway.store.upkeep_ops import UpkeepOps
 from gateway.store.usage_ops import UsageOps
@@ -61,6 +62,7 @@ class Store(
     TurnOps,
     EngineOps,
     RateOps,
+    ToolCallOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
 

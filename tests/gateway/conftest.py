@@ -19,6 +19,7 @@ from agent.memory_flush import FLUSH_SYSTEM
 from agent.prompts import SUMMARIZER_SYSTEM
 from agent.settings import LLMSettings
 from agent.tools import default_registry
+from agent.tools.mcp_servers import McpCatalog
 from gateway.config import Settings
 from gateway.errors import AdapterError
 from gateway.outbound.delivery import Delivery
@@ -27,6 +28,7 @@ from gateway.runner import budget_for, build_gateway, context_window_for
 from gateway.serving.dispatch import Gateway
 from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory
+from gateway.serving.tool_view import ToolView
 from gateway.store.repository import Store
 from tests.fakes.anthropic import (
     Answer,
@@ -227,9 +229,11 @@ async def gateway_rig(
     settings: Settings | None = None,
     lease_seconds: float = 60.0,
     start: bool = True,
+    tool_servers: McpCatalog | None = None,
     **setting_overrides: Any,
 ) -> AsyncIterator[Rig]:
-    """A started Gateway over ``store`` answering through the fake Anthropic server."""
+    """A started Gateway over ``store`` answering through the fake Anthropic server (offering the
+    tools of ``tool_servers`` too, when given)."""
     settings = settings or make_settings(context_window=context_window, **setting_overrides)
     responder = ChatResponder()
     async with FakeAnthropic(context_window=context_window, responder=responder) as fake:
@@ -237,6 +241,8 @@ async def gateway_rig(
         provider = AnthropicProvider(api_key="test", base_url=fake.base_url, settings=llm)
         engine = ContextCompressor(settings.compression, provider, summary_model=settings.summary_model)
         tools = default_registry()
+        if tool_servers is not None:
+            tools.add_source(tool_servers)
         agent = AgentLoop(provider, store, engine, llm=llm, caching=settings.prompt_caching, tools=tools)
         adapter = RecordingAdapter()
         delivery = Delivery(store, {adapter.name: adapter}, base_delay=0.01, poll_seconds=0.05)
@@ -246,6 +252,7 @@ async def gateway_rig(
             model=settings.model,
             context_window=lambda model: context_window_for(settings, model),
             budget=lambda model: budget_for(settings, model),
+            overrides=settings.overrides,
         )
         gateway = build_gateway(
             settings=settings,
@@ -257,6 +264,7 @@ async def gateway_rig(
             tools=tools,
             lease_seconds=lease_seconds,
             retry=RetryPolicy.of((0.2, 0.4, 0.8)),
+            tool_view=ToolView(tools, tool_servers),
         )
         rig = Rig(
             settings, store, fake, responder, adapter, provider, engine, agent, delivery, directory, gateway
