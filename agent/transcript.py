@@ -14,6 +14,8 @@ from typing import Any
 from agent.types import ChatMessage, ContentBlock
 
 MAX_CACHE_BREAKPOINTS = 4
+# Blocks of the API's own server tools (the tool search tool) that an answer may hold.
+SERVER_BLOCKS = frozenset({"server_tool_use", "tool_search_tool_result"})
 
 
 def count_cache_breakpoints(
@@ -154,6 +156,7 @@ class _Scan:
         if not isinstance(content, list) or not content:
             self.message_problems.append(f"messages.{index}: content must be a non-empty list")
             return
+        server_uses: set[str] = set()
         for b_index, block in enumerate(content):
             if not isinstance(block, dict):
                 self.message_problems.append(f"messages.{index}.content.{b_index}: not a content block")
@@ -171,6 +174,25 @@ class _Scan:
                 self.uses.append(str(block.get("id")))
             elif kind == "tool_result":
                 self.results.append(str(block.get("tool_use_id")))
+            elif kind in SERVER_BLOCKS:
+                self._server_block(index, b_index, role, block, server_uses)
+
+    def _server_block(
+        self, index: int, b_index: int, role: Any, block: dict[str, Any], server_uses: set[str]
+    ) -> None:
+        """A server tool's call and result are the API's own: sent back as they came, in the
+        assistant message that holds them, the result after its call (no client tool_result)."""
+        where = f"messages.{index}.content.{b_index}"
+        if role != "assistant":
+            self.message_problems.append(
+                f"{where}: {block.get('type')} blocks are only allowed in assistant messages"
+            )
+        elif block.get("type") == "server_tool_use":
+            server_uses.add(str(block.get("id")))
+        elif str(block.get("tool_use_id")) not in server_uses:
+            self.message_problems.append(
+                f"{where}: tool_search_tool_result must follow its server_tool_use block in the same message"
+            )
 
     def _close(self) -> None:
         """The open turn is complete: the rules between it and the turn before, and its own."""
