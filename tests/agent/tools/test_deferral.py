@@ -12,6 +12,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.llm import AnthropicProvider
+from agent.provider import LLMRequest
+from agent.settings import LLMSettings
 from agent.tools import ToolContext, ToolOutput, ToolRegistry, default_registry
 from agent.tools.base import JSONObject, Tool
 from agent.tools.deferral import SEARCH_TOOL_NAMES, ToolDeferral, definitions_tokens
@@ -19,7 +22,7 @@ from agent.tools.mcp_servers import McpCatalog, ServerSpec
 from agent.tools.scope import ToolScope
 from agent.types import ChatMessage, ContextState
 from tests.agent.loop_support import MODEL, rig
-from tests.fakes.anthropic import _problems, text_reply
+from tests.fakes.anthropic import FakeAnthropic, _problems, text_reply
 from tests.fakes.anthropic_tool_search import definition_tokens, loaded_definitions, tool_search_reply
 from tests.fakes.mcp_catalog import catalog_server
 
@@ -221,3 +224,29 @@ def test_requests_built_with_deferral_stay_valid_for_the_fake(
                 }
             )
         assert _problems({**body, "messages": messages}) == []
+
+
+async def test_a_streamed_search_arrives_whole_for_storing() -> None:
+    async with wide() as registry, FakeAnthropic() as fake:
+        tools = registry.offer().definitions()
+        fake.responder = lambda body: tool_search_reply(
+            body, "get weather forecasts", call={"target": "Oslo"}
+        )
+        provider = AnthropicProvider(
+            api_key="test", base_url=fake.base_url, settings=LLMSettings(max_retries=0)
+        )
+        try:
+            request = LLMRequest(
+                model=MODEL, messages=[{"role": "user", "content": "weather?"}], max_tokens=500, tools=tools
+            )
+            response = await provider.stream(request, lambda text: None)
+        finally:
+            await provider.aclose()
+    use, result, call = response.content
+    assert use["type"] == "server_tool_use" and use["input"] == {"query": "get weather forecasts"}
+    assert result["tool_use_id"] == use["id"]
+    assert result["content"]["tool_references"][0] == {
+        "type": "tool_reference",
+        "tool_name": "mcp_wide_get_forecasts",
+    }
+    assert call["name"] == "mcp_wide_get_forecasts" and call["input"] == {"target": "Oslo"}
