@@ -177,7 +177,7 @@ class Source:
 catalogs = st.lists(
     st.tuples(
         st.from_regex(r"mcp_[a-z][a-z0-9_]{0,30}", fullmatch=True),
-        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=400),
+        st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=400),
         st.integers(0, 6),
     ),
     max_size=40,
