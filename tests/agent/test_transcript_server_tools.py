@@ -47,3 +47,12 @@ def test_a_search_result_before_its_call_is_refused() -> None:
 def test_search_blocks_flatten_to_their_query_and_the_tools_found() -> None:
     text = content_text([USE, RESULT])
     assert '[tool search] {"query": "weather"}' in text and "[tools found] get_weather" in text
+
+
+def test_a_paused_turn_may_hold_the_result_in_its_next_message() -> None:
+    messages = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": [USE]},
+        {"role": "assistant", "content": [RESULT, {"type": "text", "text": "found"}]},
+    ]
+    assert validate_wire(messages) == []
