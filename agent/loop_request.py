@@ -35,6 +35,7 @@ from agent.tokens import (
     overhead_tokens,
 )
 from agent.tools.citable import plain_search_results
+from agent.tools.deferral import load_used_tools
 from agent.transcript import repair_tool_pairs, validate_wire
 from agent.types import AgentSession, ChatMessage, ContentBlock, ContextState, text_block
 
@@ -157,20 +158,21 @@ def build_request(
                 min_prefix=min_cache_prefix,
                 unmarked=memo is not None and memo.unmarked,
             )
+        sent_tools = load_used_tools(tools, messages)
         if memo is not None:
             # The messages before the first marked one are the memo's own dicts: the next
             # request starts with them too.
             stable = common_prefix(messages, wires)
-            problems = memo.check.problems(messages, system, tools, stable=stable)
+            problems = memo.check.problems(messages, system, sent_tools, stable=stable)
         else:
-            problems = validate_wire(messages, system, tools)
+            problems = validate_wire(messages, system, sent_tools)
         if not problems:
             request = LLMRequest(
                 model=session.model,
                 messages=messages,
                 max_tokens=max_tokens,
                 system=system,
-                tools=tools,
+                tools=sent_tools,
                 cache_control=top,
             )
             return request, view

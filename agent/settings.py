@@ -169,3 +169,7 @@ class LLMSettings(BaseModel):
     exact_token_counting: bool = False
     max_tool_iterations: int = Field(25, ge=1)
     tool_output_cap_chars: int = Field(20_000, ge=500)
+    defer_tools_above_tokens: int = Field(10_000, ge=0)
+    """Past this many tokens of offered definitions, MCP tools are deferred behind the tool search tool."""
+    tool_search: Literal["bm25", "regex"] = "bm25"
+    """Which of the API's tool search tools goes with deferred tools."""

@@ -371,10 +371,12 @@ class PromptSize:
 
 
 def overhead_tokens(system_prompt: str, tools: Sequence[dict[str, Any]] | None = None) -> int:
-    """Rough tokens of what every call carries besides the messages."""
-    if not tools:
+    """Rough tokens of what every call carries besides the messages (deferred tool definitions
+    are not in the prompt until a search loads them)."""
+    loaded = [t for t in tools or () if not t.get("defer_loading")]
+    if not loaded:
         return _fixed_tokens(system_prompt)
-    tools_text = json.dumps(list(tools), ensure_ascii=False)
+    tools_text = json.dumps(loaded, ensure_ascii=False)
     return _fixed_tokens(system_prompt) + _fixed_tokens(tools_text) + TOOL_PREAMBLE_TOKENS
 
 

@@ -14,6 +14,8 @@ from typing import Any
 from agent.types import ChatMessage, ContentBlock
 
 MAX_CACHE_BREAKPOINTS = 4
+# Blocks of the API's own server tools (the tool search tool) that an answer may hold.
+SERVER_BLOCKS = frozenset({"server_tool_use", "tool_search_tool_result"})
 
 
 def count_cache_breakpoints(
@@ -104,6 +106,7 @@ class _Scan:
         "results",
         "role",
         "seen_ids",
+        "server_uses",
         "turn_problems",
         "uses",
     )
@@ -121,6 +124,7 @@ class _Scan:
         self.uses: list[str] = []
         self.results: list[str] = []
         self.seen_ids: set[str] = set()
+        self.server_uses: set[str] = set()
 
     def copy(self) -> _Scan:
         other = _Scan()
@@ -132,6 +136,7 @@ class _Scan:
         other.prev_role, other.prev_uses = self.prev_role, self.prev_uses
         other.role, other.uses, other.results = self.role, list(self.uses), list(self.results)
         other.seen_ids = set(self.seen_ids)
+        other.server_uses = set(self.server_uses)
         return other
 
     def feed(self, message: dict[str, Any]) -> None:
@@ -146,6 +151,7 @@ class _Scan:
             if self.role is not None:
                 self._close()
             self.role, self.uses, self.results = str(role), [], []
+            self.server_uses = set()
         content = message.get("content")
         if isinstance(content, str):
             if not content:
@@ -171,6 +177,24 @@ class _Scan:
                 self.uses.append(str(block.get("id")))
             elif kind == "tool_result":
                 self.results.append(str(block.get("tool_use_id")))
+            elif kind in SERVER_BLOCKS:
+                self._server_block(index, b_index, role, block)
+
+    def _server_block(self, index: int, b_index: int, role: Any, block: dict[str, Any]) -> None:
+        """A server tool's call and result are the API's own: sent back as they came, in the
+        assistant turn that holds them (a paused turn may continue in a second message), the
+        result after its call; no client tool_result."""
+        where = f"messages.{index}.content.{b_index}"
+        if role != "assistant":
+            self.message_problems.append(
+                f"{where}: {block.get('type')} blocks are only allowed in assistant messages"
+            )
+        elif block.get("type") == "server_tool_use":
+            self.server_uses.add(str(block.get("id")))
+        elif str(block.get("tool_use_id")) not in self.server_uses:
+            self.message_problems.append(
+                f"{where}: tool_search_tool_result must follow its server_tool_use block in the same turn"
+            )
 
     def _close(self) -> None:
         """The open turn is complete: the rules between it and the turn before, and its own."""

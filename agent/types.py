@@ -101,6 +101,13 @@ def content_text(content: list[ContentBlock]) -> str:
             parts.append(f"{block.get('title', '')}: {body}")
         elif kind in ("image", "document"):
             parts.append(f"[{kind}]")
+        elif kind == "server_tool_use":  # the API's tool search, run on its side
+            parts.append(f"[tool search] {json.dumps(block.get('input', {}), ensure_ascii=False)}")
+        elif kind == "tool_search_tool_result":
+            inner = block.get("content")
+            refs = inner.get("tool_references") if isinstance(inner, dict) else None
+            found = [str(r.get("tool_name")) for r in refs or () if isinstance(r, dict)]
+            parts.append(f"[tools found] {', '.join(found) or 'none'}")
         elif kind == "compaction":  # the API's server-side summary
             parts.append(str(block.get("content") or ""))
     return "\n".join(p for p in parts if p)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from agent.errors import ConfigError, ToolError
 from agent.tools.base import JSONObject, Tool, ToolContext, ToolOutput
+from agent.tools.deferral import ToolDeferral, apply_deferral, deferred_names
 from agent.tools.schema import validate_input
 from agent.tools.scope import ADMIN_SCOPE, ToolScope
 from agent.types import ContextState
@@ -25,6 +26,7 @@ _log = logging.getLogger(__name__)
 OFFER_KEY = "tool_offer"
 """Where a session's frozen offer is named in its context state: its digest and the compaction count."""
 KEPT_OFFERS = 256
+DEFAULT_DEFERRAL = ToolDeferral()
 
 
 class ToolSource(Protocol):
@@ -34,17 +36,23 @@ class ToolSource(Protocol):
 
 
 class ToolOffer:
-    """The tools one request carries: their wire definitions (sorted by name) and dispatch."""
+    """The tools one request carries: their wire definitions (sorted by name, then the tool
+    search tool when some are deferred) and dispatch."""
 
     def __init__(self, tools: Mapping[str, Tool], wire: str) -> None:
         self.tools = dict(tools)
         self._wire = wire
         self.digest = hashlib.sha256(wire.encode()).hexdigest()[:16]
+        self.deferred = frozenset(deferred_names(json.loads(wire)))
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> ToolOffer:
+    def of(
+        cls, tools: Iterable[Tool], *, deferrable: Iterable[str] = (), deferral: ToolDeferral | None = None
+    ) -> ToolOffer:
+        """The offer of ``tools``; past ``deferral``'s threshold the ``deferrable`` ones are deferred."""
         by_name = {t.name: t for t in tools}
-        return cls(by_name, json.dumps([by_name[n].definition() for n in sorted(by_name)]))
+        definitions = [by_name[n].definition() for n in sorted(by_name)]
+        return cls(by_name, json.dumps(apply_deferral(definitions, deferrable, deferral)))
 
     @property
     def names(self) -> list[str]:
@@ -79,8 +87,12 @@ class ToolOffer:
 class ToolRegistry:
     """Tools by name: deployers add their own with :meth:`register`, per-chat ones with :meth:`add_source`."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[Tool] = (), *, deferral: ToolDeferral | None = DEFAULT_DEFERRAL
+    ) -> None:
         self._tools: dict[str, Tool] = {}
+        self.deferral = deferral
+        """When per-chat tools are deferred behind the tool search tool (None: never)."""
         self._own: ToolOffer | None = None
         self._sources: list[ToolSource] = []
         self._offers: OrderedDict[str, ToolOffer] = OrderedDict()
@@ -161,5 +173,7 @@ class ToolRegistry:
                 tools[tool.name] = tool
         if not tools:
             return own
+        # Only tools of a source may be deferred: the registered ones always stay loaded.
+        deferrable = list(tools)
         tools.update(own.tools)
-        return ToolOffer.of(tools.values())
+        return ToolOffer.of(tools.values(), deferrable=deferrable, deferral=self.deferral)

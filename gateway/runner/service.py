@@ -16,6 +16,7 @@ from agent.context_engine import ContextEngine
 from agent.loop import AgentLoop
 from agent.provider import LLMProvider
 from agent.tools import ToolRegistry, default_registry
+from agent.tools.deferral import ToolDeferral
 from agent.tools.mcp_servers import McpCatalog
 from agent.tools.schedule import ScheduleTool
 from gateway.cluster.election import ClusterState
@@ -96,6 +97,7 @@ def build_tools(
 ) -> tuple[ToolRegistry, TaskBook | None]:
     """The agent's tools: the defaults, the engine's own, and ``schedule`` when tasks are on."""
     tools = default_registry()
+    tools.deferral = ToolDeferral(settings.llm.defer_tools_above_tokens, settings.llm.tool_search)
     for tool in engine.tools():
         tools.register(tool)
     tasks = task_book(settings, store)

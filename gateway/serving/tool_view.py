@@ -7,11 +7,10 @@ servers and their state.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
-from agent.tokens import estimate_text_tokens
 from agent.tools import ToolRegistry
+from agent.tools.deferral import definitions_tokens
 from agent.tools.mcp_servers import McpCatalog
 from agent.tools.scope import ToolScope
 from agent.types import ContextState
@@ -44,8 +43,8 @@ class ToolView:
     def definition_tokens(self, scope: ToolScope, state: ContextState) -> int:
         """Tokens of the definitions this session's requests carry (its frozen offer; nothing saved)."""
         look = replace(state, extra=dict(state.extra))
-        definitions = self._registry.offer(scope, look).definitions()
-        return estimate_text_tokens(json.dumps(definitions, ensure_ascii=False)) if definitions else 0
+        # Deferred definitions are not in the prompt until a search loads them.
+        return definitions_tokens(self._registry.offer(scope, look).definitions())
 
     def server_lines(self) -> list[str]:
         if self._catalog is None:

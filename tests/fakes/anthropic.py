@@ -47,6 +47,7 @@ from tests.fakes.anthropic_media import media_problems
 from tests.fakes.anthropic_search import search_result_problems
 from tests.fakes.anthropic_sse import Break, Pacing, generation_seconds, stream_response
 from tests.fakes.anthropic_thinking import shown, sign, stripped_for_counting, thinking_problems
+from tests.fakes.anthropic_tool_search import as_counted, tool_search_problems
 
 # The nine sections agent/prompts.py asks the summarizer for (it adds "Archived" itself).
 SUMMARY_HEADINGS: tuple[str, ...] = (
@@ -248,7 +249,8 @@ def _problems(body: Any) -> list[str]:
         return [*problems, "messages: must be a list"]
     wire = validate_wire(body["messages"], body.get("system"), body.get("tools"))
     searched = search_result_problems(str(body["model"]), body["messages"])
-    return problems + wire + media_problems(body["messages"]) + searched
+    deferred = tool_search_problems(body)
+    return problems + wire + media_problems(body["messages"]) + searched + deferred
 
 
 class FakeAnthropic:
@@ -366,8 +368,8 @@ class FakeAnthropic:
 
     def count_tokens(self, body: dict[str, Any]) -> int:
         """The deterministic token count the fake uses for windows, usage and count_tokens
-        (earlier turns' thinking blocks left out, as the API drops them)."""
-        return _count_tokens(stripped_for_counting(body))
+        (earlier turns' thinking blocks and deferred tool definitions left out, as the API does)."""
+        return _count_tokens(stripped_for_counting(as_counted(body)))
 
     @property
     def message_requests(self) -> list[dict[str, Any]]:
@@ -521,7 +523,7 @@ class FakeAnthropic:
                     content, stop_reason = [block], "compaction"
                 else:
                     content = [block, *content]
-        cached = self.cache.account(stripped_for_counting(seen))
+        cached = self.cache.account(stripped_for_counting(as_counted(seen)))
         output = reply.output_tokens if reply.output_tokens is not None else out_tokens(reply.content)
         hour = cached.cache_creation_1h_input_tokens
         usage: dict[str, Any] = {

@@ -83,8 +83,8 @@ def events(message: dict[str, Any], pacing: Pacing) -> list[tuple[bytes, bool]]:
                 for p in _pieces(block["thinking"], pacing.chunk_chars)
             ]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
-        elif block["type"] == "tool_use":
-            opened = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        elif block["type"] in ("tool_use", "server_tool_use"):
+            opened = {"type": block["type"], "id": block["id"], "name": block["name"], "input": {}}
             raw = json.dumps(block["input"])
             deltas = [
                 {"type": "input_json_delta", "partial_json": p} for p in _pieces(raw, pacing.chunk_chars)
