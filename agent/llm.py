@@ -351,6 +351,7 @@ class AnthropicProvider:
             model=model,
             applied_edits=applied,
             iterations=iterations,
+            stop_details=details if isinstance(details := message.get("stop_details"), dict) else None,
         )
 
     async def count_tokens(self, request: LLMRequest) -> int | None:

@@ -32,7 +32,15 @@ from agent.loop_request import (
     turn_ttl,
     with_reply_room,
 )
-from agent.loop_turn import SUMMARIZED_THINKING, Turn, TurnResult, between_tools_note, tool_uses
+from agent.loop_turn import (
+    SUMMARIZED_THINKING,
+    Turn,
+    TurnResult,
+    between_tools_note,
+    refusal_category,
+    refused_message,
+    tool_uses,
+)
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.request_memo import RequestMemos
 from agent.server_context import CLEAR_TOOL_USES, is_compaction_block
@@ -144,6 +152,11 @@ class AgentLoop:
             if content and is_compaction_block(content[0]):
                 content = await self._absorb_compaction(turn, response)
             content = [b for b in content if not (b.get("type") == "text" and not b.get("text"))]
+            if response.stop_reason == "refusal":
+                # A 200 answer, not an error: the turn ends here, nothing is asked again.
+                turn.refusal = refusal_category(response.stop_details)
+                await self._append(turn, refused_message(content, turn.refusal), with_usage=True)
+                return "refusal"
             uses = tool_uses(content)
             if content:
                 # open_uses is set first: if the append is interrupted it still finishes, and

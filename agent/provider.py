@@ -50,6 +50,8 @@ class LLMResponse:
     """The context edits the API applied to this request (``context_management.applied_edits``)."""
     iterations: tuple[Iteration, ...] = ()
     """``usage.iterations``: a server-side compaction's own call is here, not in ``usage``."""
+    stop_details: dict[str, Any] | None = None
+    """Why the model stopped, when the API says (a refusal's ``category`` and ``explanation``)."""
 
     @property
     def compaction_usage(self) -> Usage | None:

@@ -117,6 +117,8 @@ class Reply:
     content: list[dict[str, Any]]
     stop_reason: str = "end_turn"
     output_tokens: int | None = None
+    stop_details: dict[str, Any] | None = None
+    """Why a refusal stopped (``{"type": "refusal", "category": ..., "explanation": ...}``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +151,13 @@ _tool_ids = itertools.count(1)
 def text_reply(text: str, *, stop_reason: str = "end_turn", output_tokens: int | None = None) -> Reply:
     """A reply with one text block."""
     return Reply([{"type": "text", "text": text}], stop_reason, output_tokens)
+
+
+def refusal_reply(text: str = "", *, category: str | None = "cyber") -> Reply:
+    """A classifier refusal (a 200 answer): ``text`` is what the model wrote before it was cut
+    off ("" refuses at the start), ``stop_details`` as the API sends it."""
+    details: dict[str, Any] = {"type": "refusal", "category": category, "explanation": "declined"}
+    return Reply([{"type": "text", "text": text}] if text else [], "refusal", stop_details=details)
 
 
 def tool_use_reply(
@@ -552,6 +561,8 @@ class FakeAnthropic:
             "stop_sequence": None,
             "usage": usage,
         }
+        if reply.stop_details is not None:
+            message["stop_details"] = reply.stop_details
         if "context_management" in body:
             message["context_management"] = {"applied_edits": prepared.applied_edits}
         return message
