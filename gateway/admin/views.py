@@ -121,6 +121,7 @@ def page_router(store: Store) -> APIRouter:
                 compactions=compactions,
                 chart=chart,
                 runs=await store.session_strategy_runs(info.id),
+                refusals=await store.session_refusals(info.id),
                 page=await store.messages_page(info.id, offset=offset, limit=TRANSCRIPT_PAGE),
                 limit=TRANSCRIPT_PAGE,
                 target=message,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.config import Settings
 from gateway.outbound.replies import REFUSAL_LINE
@@ -23,6 +24,7 @@ from gateway.store.repository import Store
 from tests.fakes.anthropic import Answer, FakeAnthropic, refusal_reply
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.telegram import FakeTelegram
+from tests.gateway.admin_support import admin_client
 from tests.gateway.conftest import MODEL, ChatResponder
 from tests.gateway.discord_support import DM_CHANNEL, USER, dm
 
@@ -142,3 +144,25 @@ async def test_a_refusal_ends_the_turn_with_one_plain_line_and_the_next_message_
         ("user", "message", "ok, what is the weather like?"),
         ("assistant", "message", "reply: ok, what is the weather like?"),
     ]
+
+
+async def test_a_refusal_is_counted_in_metrics_by_category_and_on_the_admin_session_page(
+    tmp_path: Path, db_url: str, store: Store, chat: Chat
+) -> None:
+    _, fake = refusing_once(PARTIAL)
+    async with fake, serving(tmp_path, db_url, chat, fake):
+        chat.say("tell me how to do the thing")
+        await until(lambda: chat.shown() == [REFUSAL_LINE])
+
+    info = await store.current_session(chat.key)
+    assert info is not None
+    async with admin_client(store) as client:
+        metrics = (await client.get("/metrics")).text
+        page = (await client.get(f"/sessions/{info.id}")).text
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(metrics)
+        for s in family.samples
+    }
+    assert samples[("hygieia_refusals", (("category", "cyber"),))] == 1
+    assert "1 refusal(s) (cyber 1)" in page
