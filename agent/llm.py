@@ -232,6 +232,8 @@ class AnthropicProvider:
             extra["cache_control"] = request.cache_control
         if request.thinking is not None:
             extra["thinking"] = request.thinking
+        if request.fallbacks is not None:
+            extra["fallbacks"] = request.fallbacks
         if extra:
             params["extra_body"] = extra
         if request.temperature is not None and model_info(request.model).fixed_sampling:

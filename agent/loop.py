@@ -30,6 +30,7 @@ from agent.loop_request import (
     reply_budget,
     turn_start_id,
     turn_ttl,
+    with_fallback,
     with_reply_room,
 )
 from agent.loop_turn import (
@@ -285,7 +286,9 @@ class AgentLoop:
             request = replace(request, thinking=SUMMARIZED_THINKING)
         if not projected:
             turn.view = sent
-        return self._engine.shape_request(turn.session, turn.state, request)
+        return with_fallback(
+            self._engine.shape_request(turn.session, turn.state, request), self._llm.fallback
+        )
 
     async def _absorb_compaction(self, turn: Turn, response: LLMResponse) -> list[ContentBlock]:
         """A reply that opens with the API's compaction block (threshold kind): stored like our

@@ -33,6 +33,8 @@ class LLMRequest:
     context_management: ContextManagement | None = None
     compaction: CompactionParam | None = None
     betas: tuple[str, ...] = ()
+    fallbacks: str | None = None
+    """The API's ``fallbacks`` field (server-side fallback beta); None: not sent."""
 
 
 @dataclass(frozen=True, slots=True)

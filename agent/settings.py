@@ -162,3 +162,6 @@ class LLMSettings(BaseModel):
     exact_token_counting: bool = False
     max_tool_iterations: int = Field(25, ge=1)
     tool_output_cap_chars: int = Field(20_000, ge=500)
+    fallback: str = Field("off", min_length=1)
+    """``off``, or what the API's ``fallbacks`` field takes (``default``: the model Anthropic
+    recommends for the refusal's category); sent with the server-side fallback beta."""

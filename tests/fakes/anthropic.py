@@ -61,6 +61,8 @@ SUMMARY_HEADINGS: tuple[str, ...] = (
     "## Key Facts",
 )
 SUMMARY_MARKERS = ("<summary-request>", "<previous_summary>")
+# The server-side fallback beta (refusals-and-fallback page, 2026-11): ``fallbacks`` needs it.
+FALLBACK_BETA = "server-side-fallback-2026-07-01"
 # The Messages API takes request bodies up to 32 MB (aiohttp's own default is 1 MB).
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
@@ -299,6 +301,8 @@ class FakeAnthropic:
         # the next on-demand compactions end with instead of a summary ("max_tokens", ...).
         self.context = ServerContext()
         self.compaction_failures: deque[str] = deque()
+        # The model a refused request is answered on when it asks for server-side fallback.
+        self.fallback_model = "claude-opus-4-8"
 
     # lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -422,6 +426,14 @@ class FakeAnthropic:
         if problems:
             return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
         headers = {k.lower(): v for k, v in request.headers.items()}
+        fallback = "fallbacks" in body
+        if fallback and FALLBACK_BETA not in [
+            b.strip() for b in headers.get("anthropic-beta", "").split(",")
+        ]:
+            # Without its beta header the field is unknown, as any other would be.
+            return self._error(
+                ErrorReply(400, "invalid_request_error", "fallbacks: Extra inputs are not permitted")
+            )
         try:
             prepared = self.context.prepare(body, headers, self.count_tokens)
         except Refused as exc:
@@ -439,9 +451,13 @@ class FakeAnthropic:
             message = self._compaction_json(body, prepared)
         else:
             answer = await self._answer(body)
+            model = str(body["model"])
+            if fallback and isinstance(answer, Reply) and answer.stop_reason == "refusal":
+                # The API asks the fallback model instead: its answer, its model, its usage.
+                answer, model = await self._answer(body), self.fallback_model
             if isinstance(answer, ErrorReply):
                 return self._error(answer)
-            message = self._message_json(body, answer, prepared)
+            message = self._message_json({**body, "model": model}, answer, prepared)
         if body.get("stream") is True:
             broken = self._breaks.popleft() if self._breaks else None
             return await stream_response(request, message, self.pacing, broken)
