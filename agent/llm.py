@@ -245,6 +245,8 @@ class AnthropicProvider:
             extra["cache_control"] = request.cache_control
         if request.thinking is not None:
             extra["thinking"] = request.thinking
+        if request.fallbacks is not None:
+            extra["fallbacks"] = request.fallbacks
         if extra:
             params["extra_body"] = extra
         if request.temperature is not None and model_info(request.model).fixed_sampling:
@@ -436,6 +438,7 @@ class AnthropicProvider:
             model=model,
             applied_edits=applied,
             iterations=iterations,
+            stop_details=details if isinstance(details := message.get("stop_details"), dict) else None,
         )
 
     async def count_tokens(self, request: LLMRequest) -> int | None:

@@ -30,9 +30,18 @@ from agent.loop_request import (
     reply_budget,
     turn_start_id,
     turn_ttl,
+    with_fallback,
     with_reply_room,
 )
-from agent.loop_turn import SUMMARIZED_THINKING, Turn, TurnResult, between_tools_note, tool_uses
+from agent.loop_turn import (
+    SUMMARIZED_THINKING,
+    Turn,
+    TurnResult,
+    between_tools_note,
+    refusal_category,
+    refused_message,
+    tool_uses,
+)
 from agent.provider import LLMProvider, LLMRequest, LLMResponse
 from agent.request_memo import RequestMemos
 from agent.server_context import CLEAR_TOOL_USES, is_compaction_block
@@ -150,10 +159,14 @@ class AgentLoop:
             if content and is_compaction_block(content[0]):
                 content = await self._absorb_compaction(turn, response)
             content = [b for b in content if not (b.get("type") == "text" and not b.get("text"))]
+            if response.stop_reason == "refusal":
+                # A 200 answer, not an error: the turn ends here, nothing is asked again.
+                turn.refusal = refusal_category(response.stop_details)
+                await self._append(turn, refused_message(content, turn.refusal), with_usage=True)
+                return "refusal"
             uses = tool_uses(content)
             if content:
-                # open_uses is set first: if the append is interrupted it still finishes, and
-                # the uses it stored must get their results.
+                # open_uses first: an interrupted append still finishes, and its uses need results.
                 turn.open_uses = uses
                 await self._append(turn, ChatMessage(role="assistant", content=content), with_usage=True)
             else:
@@ -278,7 +291,9 @@ class AgentLoop:
             request = replace(request, thinking=SUMMARIZED_THINKING)
         if not projected:
             turn.view = sent
-        return self._engine.shape_request(turn.session, turn.state, request)
+        return with_fallback(
+            self._engine.shape_request(turn.session, turn.state, request), self._llm.fallback
+        )
 
     async def _absorb_compaction(self, turn: Turn, response: LLMResponse) -> list[ContentBlock]:
         """A reply that opens with the API's compaction block (threshold kind): stored like our
@@ -351,8 +366,7 @@ class AgentLoop:
         cleared = sum(e.cleared_input_tokens for e in response.applied_edits if e.type == CLEAR_TOOL_USES)
         whole = replace(usage, input_tokens=usage.input_tokens + cleared) if cleared else usage
         if not response.estimated_usage:
-            # A provider's own guess (the offline one's leaves out the tool definitions) is no
-            # count: learned from, it would teach every later estimate its blind spots.
+            # A provider's guess is no count: it would teach every later estimate its blind spots.
             self._engine.on_usage(turn.session, turn.state, whole, size)
             turn.state.last_prompt_tokens = whole.context_tokens
             turn.state.last_prompt_estimate = size.messages

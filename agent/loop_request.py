@@ -187,6 +187,17 @@ def build_request(
 
 
 # A reply budget below this is no real answer: then the context is compacted instead.
+FALLBACK_BETA = "server-side-fallback-2026-07-01"
+
+
+def with_fallback(request: LLMRequest, fallback: str) -> LLMRequest:
+    """``request`` asking the API to answer a refused request on a fallback model (``llm.fallback``)."""
+    if fallback == "off":
+        return request
+    betas = request.betas if FALLBACK_BETA in request.betas else (*request.betas, FALLBACK_BETA)
+    return replace(request, fallbacks=fallback, betas=betas)
+
+
 MIN_REPLY_TOKENS = 1024
 # Estimates run a little under the real count at times: keep that much of the input spare.
 ESTIMATE_MARGIN = 1.05

@@ -31,6 +31,8 @@ class TurnResult:
     compactions: list[CompactionRecord]
     stopped: str
     iterations: int
+    refusal: str | None = None
+    """The refusal's category when the model declined ("" when the API named none), else None."""
 
     @property
     def last_usage(self) -> Usage | None:
@@ -64,6 +66,7 @@ class Turn:
     """``repr`` of :attr:`state` as this turn last saved it (None: not saved yet)."""
     unrecorded: UsageRecord | None = None
     """The last call's usage, stored with the reply it produced (or alone when there is none)."""
+    refusal: str | None = None
     offer: ToolOffer | None = None
     """The tools behind :attr:`tools`, which the turn's tool calls dispatch to."""
 
@@ -85,6 +88,7 @@ class Turn:
             compactions=list(self.compactions),
             stopped=stopped,
             iterations=self.iterations,
+            refusal=self.refusal,
         )
 
 
@@ -96,6 +100,24 @@ def final_text(messages: Sequence[ChatMessage]) -> str:
         if text:
             return text
     return ""
+
+
+REFUSAL_MARK = "[cut off: the model declined to answer"
+
+
+def refusal_category(details: dict[str, Any] | None) -> str:
+    """The policy area a refusal names ("" when the API named none)."""
+    category = (details or {}).get("category")
+    return str(category) if category else ""
+
+
+def refused_message(content: Sequence[ContentBlock], category: str) -> ChatMessage:
+    """What is stored for a refused reply: the text written before the cut (tool calls and
+    thinking left out: nothing of it ran or will be continued), then a mark saying why it stops.
+    A notice, so it is never taken for the answer the user is shown."""
+    kept = [dict(b) for b in content if b.get("type") == "text" and str(b.get("text", "")).strip()]
+    mark = f"{REFUSAL_MARK} (refusal: {category or 'unspecified'})]"
+    return ChatMessage(role="assistant", content=[*kept, {"type": "text", "text": mark}], kind="notice")
 
 
 SUMMARIZED_THINKING = {"type": "adaptive", "display": "summarized"}

@@ -33,6 +33,8 @@ class LLMRequest:
     context_management: ContextManagement | None = None
     compaction: CompactionParam | None = None
     betas: tuple[str, ...] = ()
+    fallbacks: str | None = None
+    """The API's ``fallbacks`` field (server-side fallback beta); None: not sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,8 @@ class LLMResponse:
     """The context edits the API applied to this request (``context_management.applied_edits``)."""
     iterations: tuple[Iteration, ...] = ()
     """``usage.iterations``: a server-side compaction's own call is here, not in ``usage``."""
+    stop_details: dict[str, Any] | None = None
+    """Why the model stopped, when the API says (a refusal's ``category`` and ``explanation``)."""
 
     @property
     def compaction_usage(self) -> Usage | None:

@@ -173,3 +173,6 @@ class LLMSettings(BaseModel):
     """Past this many tokens of offered definitions, MCP tools are deferred behind the tool search tool."""
     tool_search: Literal["bm25", "regex"] = "bm25"
     """Which of the API's tool search tools goes with deferred tools."""
+    fallback: str = Field("off", min_length=1)
+    """``off``, or what the API's ``fallbacks`` field takes (``default``: the model Anthropic
+    recommends for the refusal's category); sent with the server-side fallback beta."""

@@ -61,6 +61,13 @@ class AdminMetrics:
             registry=self.registry,
         )
 
+        self._refusals = Gauge(
+            "hygieia_refusals",
+            "Replies the model declined (stop_reason refusal), by the category the API named.",
+            ["category"],
+            registry=self.registry,
+        )
+
     def render(self, totals: StoreTotals, strategies: StrategyTotals | None = None) -> bytes:
         self._sessions.labels(state="current").set(totals.sessions_current)
         self._sessions.labels(state="ended").set(totals.sessions_ended)
@@ -70,6 +77,8 @@ class AdminMetrics:
         counts = dict.fromkeys(get_args(Trigger), 0) | totals.compactions_by_trigger
         for trigger, n in counts.items():
             self._compactions.labels(trigger=trigger).set(n)
+        for category, n in totals.refusals_by_category.items():
+            self._refusals.labels(category=category).set(n)
         strategies = strategies or StrategyTotals()
         for name in dict.fromkeys([*KNOWN_STRATEGIES, *strategies.runs]):
             self._strategy_runs.labels(strategy=name).set(strategies.runs.get(name, 0))

@@ -28,6 +28,7 @@ def session_page(
     chart: str,
     runs: Sequence[SessionStrategyRuns] = (),
     tools: str = "",
+    refusals: dict[str, int] | None = None,
     page: MessagePage,
     limit: int,
     target: int | None = None,
@@ -44,6 +45,7 @@ def session_page(
         f"{len(compactions)} compaction(s) · {total.calls} API calls, {money(total.cost_usd)}, "
         f"cache hit ratio {percent(total.cache_hit_ratio)}"
         + (f" · ended {when(info.ended_at)} ({esc(info.end_reason or '')})" if info.ended_at else "")
+        + _refusals(refusals or {})
         + "</p>"
     )
     pager = _pager(
@@ -68,6 +70,14 @@ def session_page(
         + pager,
         notice=notice,
     )
+
+
+def _refusals(refusals: dict[str, int]) -> str:
+    """The replies the model declined, by category ("" when it declined none)."""
+    if not refusals:
+        return ""
+    by = ", ".join(f"{esc(category)} {n}" for category, n in sorted(refusals.items()))
+    return f" · {sum(refusals.values())} refusal(s) ({by})"
 
 
 def actions(info: SessionInfo, compactions: Sequence[CompactionRecord]) -> str:

@@ -123,6 +123,7 @@ def page_router(store: Store) -> APIRouter:
                 chart=chart,
                 runs=await store.session_strategy_runs(info.id),
                 tools=tool_calls_table(await store.session_tool_calls(info.id)),
+                refusals=await store.session_refusals(info.id),
                 page=await store.messages_page(info.id, offset=offset, limit=TRANSCRIPT_PAGE),
                 limit=TRANSCRIPT_PAGE,
                 target=message,

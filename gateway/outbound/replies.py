@@ -22,6 +22,10 @@ _log = logging.getLogger(__name__)
 
 TYPING_EVERY_SECONDS = 4.0
 EMPTY_REPLY = "(I have nothing to add.)"
+# What a turn the model declined shows (its partial text, if any, is stored but not shown).
+REFUSAL_LINE = (
+    "The model declined to answer that. You can rephrase it, or start a fresh conversation with /new."
+)
 
 
 class Answerable(Protocol):
@@ -65,6 +69,8 @@ def is_final_reply(message: ChatMessage) -> bool:
 
 def reply_of(result: TurnResult) -> tuple[str, int | None]:
     """The text and stored message id of a turn's final answer."""
+    if result.stopped == "refusal":
+        return REFUSAL_LINE, None
     final = next((m for m in reversed(result.messages) if is_final_reply(m)), None)
     text = result.final_text.strip() or EMPTY_REPLY
     return text, (final.id if final is not None else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -9,6 +10,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import NotFound, StoreError
+from agent.loop_turn import REFUSAL_MARK
 from agent.types import ChatMessage, SearchState
 from gateway.store.base import Repo
 from gateway.store.convert import to_message
@@ -46,6 +48,20 @@ class StoreTotals:
     messages_active: int = 0
     messages_archived: int = 0
     compactions_by_trigger: dict[str, int] = field(default_factory=dict)
+    refusals_by_category: dict[str, int] = field(default_factory=dict)
+
+
+def refusal_categories(texts: list[str]) -> dict[str, int]:
+    """How many refusals each category had, read off the marks of stored refused replies."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        found = _REFUSAL_CATEGORY.search(text)
+        category = found.group(1) if found else "unspecified"
+        counts[category] = counts.get(category, 0) + 1
+    return counts
+
+
+_REFUSAL_CATEGORY = re.compile(re.escape(REFUSAL_MARK) + r" \(refusal: ([^)]*)\)\]")
 
 
 def _state_condition(state: SearchState) -> list[ColumnElement[bool]]:
@@ -135,10 +151,26 @@ class AdminOps(Repo):
             archived = await s.scalar(select(func.count()).select_from(messages).where(messages.c.compacted))
             triggers = select(compactions.c.trigger, func.count()).group_by(compactions.c.trigger)
             by_trigger = {str(t): int(n) for t, n in await s.execute(triggers)}
+            refused = await s.scalars(select(messages.c.text).where(*_refused()))
+            refusals = refusal_categories([str(t) for t in refused])
         return StoreTotals(
             sessions_current=by_end.get(False, 0),
             sessions_ended=by_end.get(True, 0),
             messages_active=int(active or 0),
             messages_archived=int(archived or 0),
             compactions_by_trigger=by_trigger,
+            refusals_by_category=refusals,
         )
+
+    async def session_refusals(self, session_id: str) -> dict[str, int]:
+        """This session's refusals per category (the stored refused replies, archived ones too)."""
+        async with self._tx(write=False) as s:
+            refused = await s.scalars(
+                select(messages.c.text).where(messages.c.session_id == session_id, *_refused())
+            )
+            return refusal_categories([str(t) for t in refused])
+
+
+def _refused() -> list[ColumnElement[bool]]:
+    # Refused replies are rare notices: the kind narrows the scan, the mark picks them out.
+    return [messages.c.kind == "notice", messages.c.text.contains(REFUSAL_MARK, autoescape=True)]

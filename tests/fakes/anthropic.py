@@ -62,6 +62,8 @@ SUMMARY_HEADINGS: tuple[str, ...] = (
     "## Key Facts",
 )
 SUMMARY_MARKERS = ("<summary-request>", "<previous_summary>")
+# The server-side fallback beta (refusals-and-fallback page, 2026-11): ``fallbacks`` needs it.
+FALLBACK_BETA = "server-side-fallback-2026-07-01"
 # The Messages API takes request bodies up to 32 MB (aiohttp's own default is 1 MB).
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
@@ -118,6 +120,8 @@ class Reply:
     content: list[dict[str, Any]]
     stop_reason: str = "end_turn"
     output_tokens: int | None = None
+    stop_details: dict[str, Any] | None = None
+    """Why a refusal stopped (``{"type": "refusal", "category": ..., "explanation": ...}``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,13 @@ _tool_ids = itertools.count(1)
 def text_reply(text: str, *, stop_reason: str = "end_turn", output_tokens: int | None = None) -> Reply:
     """A reply with one text block."""
     return Reply([{"type": "text", "text": text}], stop_reason, output_tokens)
+
+
+def refusal_reply(text: str = "", *, category: str | None = "cyber") -> Reply:
+    """A classifier refusal (a 200 answer): ``text`` is what the model wrote before it was cut
+    off ("" refuses at the start), ``stop_details`` as the API sends it."""
+    details: dict[str, Any] = {"type": "refusal", "category": category, "explanation": "declined"}
+    return Reply([{"type": "text", "text": text}] if text else [], "refusal", stop_details=details)
 
 
 def tool_use_reply(
@@ -292,6 +303,8 @@ class FakeAnthropic:
         # the next on-demand compactions end with instead of a summary ("max_tokens", ...).
         self.context = ServerContext()
         self.compaction_failures: deque[str] = deque()
+        # The model a refused request is answered on when it asks for server-side fallback.
+        self.fallback_model = "claude-opus-4-8"
 
     # lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -415,6 +428,14 @@ class FakeAnthropic:
         if problems:
             return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
         headers = {k.lower(): v for k, v in request.headers.items()}
+        fallback = "fallbacks" in body
+        if fallback and FALLBACK_BETA not in [
+            b.strip() for b in headers.get("anthropic-beta", "").split(",")
+        ]:
+            # Without its beta header the field is unknown, as any other would be.
+            return self._error(
+                ErrorReply(400, "invalid_request_error", "fallbacks: Extra inputs are not permitted")
+            )
         try:
             prepared = self.context.prepare(body, headers, self.count_tokens)
         except Refused as exc:
@@ -432,9 +453,13 @@ class FakeAnthropic:
             message = self._compaction_json(body, prepared)
         else:
             answer = await self._answer(body)
+            model = str(body["model"])
+            if fallback and isinstance(answer, Reply) and answer.stop_reason == "refusal":
+                # The API asks the fallback model instead: its answer, its model, its usage.
+                answer, model = await self._answer(body), self.fallback_model
             if isinstance(answer, ErrorReply):
                 return self._error(answer)
-            message = self._message_json(body, answer, prepared)
+            message = self._message_json({**body, "model": model}, answer, prepared)
         if body.get("stream") is True:
             broken = self._breaks.popleft() if self._breaks else None
             return await stream_response(request, message, self.pacing, broken)
@@ -554,6 +579,8 @@ class FakeAnthropic:
             "stop_sequence": None,
             "usage": usage,
         }
+        if reply.stop_details is not None:
+            message["stop_details"] = reply.stop_details
         if "context_management" in body:
             message["context_management"] = {"applied_edits": prepared.applied_edits}
         return message

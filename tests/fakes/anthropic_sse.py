@@ -100,6 +100,8 @@ def events(message: dict[str, Any], pacing: Pacing) -> list[tuple[bytes, bool]]:
         out.extend((_event("content_block_delta", {"index": index, "delta": d}), True) for d in deltas)
         out.append((_event("content_block_stop", {"index": index}), False))
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    if "stop_details" in message:
+        delta["stop_details"] = message["stop_details"]
     final: dict[str, Any] = {"delta": delta, "usage": {k: v for k, v in usage.items() if k != "iterations"}}
     if "iterations" in usage:
         final["usage"]["iterations"] = usage["iterations"]
