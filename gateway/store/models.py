@@ -239,6 +239,8 @@ class OutboxRow(Base):
     message_id: Mapped[int | None] = mapped_column(BigId)
     inbox_ids: Mapped[list[int] | None] = mapped_column(Json)
     kind: Mapped[str] = mapped_column(String(16), server_default=sql_text("'reply'"))
+    # A reply re-delivered after a takeover: the stream whose messages it edits rather than resends.
+    stream_id: Mapped[int | None] = mapped_column(BigId)
 
     __table_args__ = (
         Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
@@ -316,9 +318,13 @@ class StreamRow(Base):
     outbox_id: Mapped[int | None] = mapped_column(BigId)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # The session lease (inbox claim) the stream was opened under: recovery waits for it to lapse.
+    session_key: Mapped[str | None] = mapped_column(String(255))
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
 
     __table_args__ = (
         Index("ix_streams_status", "status"),
+        Index("ix_streams_session_key_status", "session_key", "status"),
         CheckConstraint("status IN ('open', 'done', 'interrupted')", name="status"),
     )
 

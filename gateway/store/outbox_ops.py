@@ -26,7 +26,7 @@ from gateway.store.columns import clean_json, clean_text, rows_changed
 from gateway.store.convert import to_outbox
 from gateway.store.group_commit import OutboxSentBatch
 from gateway.store.lease_ops import MAX_NAME, acquire_in
-from gateway.store.models import inbox, outbox
+from gateway.store.models import inbox, outbox, streams
 from gateway.store.records import OutboxKind, OutboxRecord
 from gateway.store.wakeups import notify_outbox
 
@@ -60,10 +60,13 @@ class OutboxOps(Repo):
         answers: Sequence[tuple[int, int | None]] = (),
         status: Literal["done", "failed"] = "done",
         error: str | None = None,
+        stream_id: int | None = None,
     ) -> int:
         """Queue a reply. ``answers`` (inbox id, message id) are the items it answers: they are
         marked ``status`` in the same transaction (one commit per reply, and never a reply
-        queued without its items done, nor the reverse)."""
+        queued without its items done, nor the reverse). ``stream_id``: an orphaned stream that
+        already shows this reply (a takeover re-delivers it): delivery edits its messages, and
+        the stream is the reply's from this transaction on (no recovery marks it interrupted)."""
         now = utcnow()
         row = {
             "session_id": session_id,
@@ -77,6 +80,7 @@ class OutboxOps(Repo):
             "message_id": message_id,
             "inbox_ids": list(inbox_ids),
             "kind": kind,
+            "stream_id": stream_id,
         }
         reason = None if error is None else clean_text(error)
         answered = [{"item_id": i, "mid": m, "done": status, "at": now, "why": reason} for i, m in answers]
@@ -90,6 +94,8 @@ class OutboxOps(Repo):
             if answered:
                 conn.execute(_ANSWERED, answered)
             row_id = int(conn.scalar(queue, row) or 0)
+            if stream_id is not None:
+                conn.execute(update(streams).where(streams.c.id == stream_id).values(outbox_id=row_id))
             notify_outbox(conn)
             return row_id
 
@@ -188,6 +194,18 @@ class OutboxOps(Repo):
                     .values(next_attempt_at=at + timedelta(seconds=lease_seconds))
                 )
             return len(kept)
+
+    async def outbox_chat_pending(self, target: dict[str, Any]) -> bool:
+        """Whether a reply or notice to ``target``'s chat is still pending (not yet sent or failed)."""
+        stmt = select(
+            exists().where(
+                outbox.c.status == "pending",
+                outbox.c.target["platform"].as_string() == str(target.get("platform")),
+                outbox.c.target["chat_id"].as_string() == str(target.get("chat_id")),
+            )
+        )
+        async with self._tx(write=False) as s:
+            return bool(await s.scalar(stmt))
 
     async def outbox_get(self, outbox_id: int) -> OutboxRecord:
         async with self._tx(write=False) as s:
