@@ -62,7 +62,8 @@ class Store(
     EngineOps,
     RateOps,
 ):
-    """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
+    """``Store(db)`` over a connected :class:`gateway.store.db.Database`; ``Store(db, clock=...)`` gives it
+    this process's clock (see :class:`gateway.store.base.Repo`)."""
 
 
 __all__ = ["Store"]
