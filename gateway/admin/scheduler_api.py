@@ -15,7 +15,6 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agent.clock import utcnow
 from gateway.store.job_ops import JobState
 from gateway.store.repository import Store
 from gateway.store.task_ops import TaskRecord
@@ -45,7 +44,7 @@ def scheduler_router(store: Store) -> APIRouter:
 
     @router.get("/status")
     async def status() -> dict[str, Any]:
-        now = utcnow()
+        now = await store.db_now()  # job leases expire on the database's clock
         jobs = await store.job_states()
         return {
             "now": now,

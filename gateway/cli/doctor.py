@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
+from agent.clock import Clock, utcnow
 from agent.errors import ConfigError, StoreError
 from gateway.admin.middleware import check_admin_token
 from gateway.cli.common import out, print_json, run_async, safe_url, settings_or_exit
@@ -27,6 +28,7 @@ from gateway.store.repository import Store
 Status = Literal["ok", "warn", "fail"]
 TELEGRAM_TOKEN = re.compile(r"^\d{3,}:[A-Za-z0-9_-]{30,}$")
 CHECK_TIMEOUT = 5.0
+MAX_CLOCK_OFFSET_SECONDS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,9 @@ async def run_checks(settings: Settings, *, contact_endpoints: bool) -> list[Che
     """Every check, in the order an operator would fix them."""
     checks = [Check("configuration", "ok", "loaded"), _check_data_dir(settings)]
     checks.append(await _check_database(settings))
+    clock = await check_clock(settings.resolved_database_url)
+    if clock is not None:
+        checks.append(clock)
     checks.append(await _check_anthropic(settings, contact_endpoints))
     checks.append(_check_models(settings))
     checks.append(_check_budget(settings))
@@ -152,6 +157,30 @@ async def _check_database(settings: Settings) -> Check:
     if problem is not None:
         return Check("database", "warn", f"{safe_url(url)} at {current}: {problem}")
     return Check("database", "ok", f"{safe_url(url)} at {current}")
+
+
+async def check_clock(url: str, clock: Clock = utcnow) -> Check | None:
+    """This node's clock against the database's (PostgreSQL judges every lease by its own, so an
+    offset does not break the cluster, but it skews the times this node logs and schedules by);
+    None when the database cannot be reached (the database line says why)."""
+    try:
+        async with Database(url) as db:
+            if db.dialect != "postgresql":
+                return Check("clock", "ok", "SQLite: one process, whose clock is the database's")
+            before = clock()
+            at = await Store(db).db_now()
+            after = clock()
+    except (SQLAlchemyError, OSError, StoreError):
+        return None
+    offset = (before + (after - before) / 2 - at).total_seconds()
+    detail = (
+        f"this node's clock is {abs(offset):.1f} s {'ahead of' if offset >= 0 else 'behind'} the database's"
+    )
+    if abs(offset) > MAX_CLOCK_OFFSET_SECONDS:
+        return Check(
+            "clock", "warn", f"{detail} (over {MAX_CLOCK_OFFSET_SECONDS:g} s: check NTP on this node)"
+        )
+    return Check("clock", "ok", detail)
 
 
 async def _search_index_problem(url: str) -> str | None:

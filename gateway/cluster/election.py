@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -83,6 +84,7 @@ class Election:
         self._clock = clock
         self._tasks: list[asyncio.Task[None]] = []
         self._running: dict[str, PlatformAdapter] = {}
+        self._held_until: dict[str, float] = {}  # lease -> monotonic time it surely holds until
         self._stopping = False
         for slot in slots:
             state.slots.setdefault(slot.lease, SlotState())
@@ -120,19 +122,20 @@ class Election:
     async def _attempt(self, slot: IntakeSlot) -> float:
         """Take or renew the slot's lease, start or stop its intake; the seconds until the next try."""
         renew_every, retry_every = self._ttl / 3, self._ttl / 4
+        asked = time.monotonic()
         try:
-            lease = await self._store.lease_acquire(
-                slot.lease, self._state.worker_id, ttl_seconds=self._ttl, now=self._clock()
-            )
+            lease = await self._store.lease_acquire(slot.lease, self._state.worker_id, ttl_seconds=self._ttl)
         except Exception:  # the database is away: leadership holds only until the lease runs out
             _log.exception("intake election: could not reach the database", extra={"lease": slot.lease})
-            expires = self._state.slots[slot.lease].expires_at
-            if expires is not None and expires <= self._clock():
+            # Counted on this process's monotonic clock from before the last renewal was asked:
+            # the lease's expiry is the database's time, which this node's clock need not agree with.
+            if self._held_until.get(slot.lease, 0.0) <= time.monotonic():
                 await self._resign(slot, release=False)
             return retry_every
         if lease is None:
             await self._resign(slot, release=False)
             return retry_every
+        self._held_until[slot.lease] = asked + self._ttl
         self._note(slot, lease)
         if slot.lease not in self._running and not await self._lead(slot):
             await self._store.lease_release(slot.lease, self._state.worker_id)
@@ -161,13 +164,15 @@ class Election:
         lost = False
         try:
             while not (await asyncio.wait({starting}, timeout=self._ttl / 3))[0]:
+                asked = time.monotonic()
                 lease = await self._store.lease_acquire(
-                    slot.lease, self._state.worker_id, ttl_seconds=self._ttl, now=self._clock()
+                    slot.lease, self._state.worker_id, ttl_seconds=self._ttl
                 )
                 if lease is None:
                     lost = True
                     starting.cancel()
                     break
+                self._held_until[slot.lease] = asked + self._ttl
                 self._note(slot, lease)
             await starting
         except asyncio.CancelledError:

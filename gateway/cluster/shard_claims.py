@@ -25,6 +25,7 @@ import math
 import os
 import re
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Collection
 from datetime import datetime, timedelta
@@ -32,7 +33,7 @@ from typing import Protocol, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from agent.clock import Clock, utcnow
+from agent.clock import utcnow
 from agent.errors import StoreError
 from gateway.errors import AdapterError
 from gateway.store.lease_ops import Lease, LeaseOps
@@ -76,7 +77,6 @@ class ShardClaimer:
         ttl_seconds: float,
         claims_per_round: int = 1,
         node: str | None = None,
-        clock: Clock = utcnow,
     ) -> None:
         self._leases = leases
         self._target = target
@@ -86,8 +86,9 @@ class ShardClaimer:
         self._interval = ttl_seconds / 3
         self._claims_per_round = max(1, claims_per_round)
         self.node = node or node_name()
-        self._clock = clock
-        self._held: dict[int, datetime] = {}  # shard -> when our claim expires
+        # shard -> until when our claim surely holds, on this process's monotonic clock (the
+        # claim's expiry is the database's time, which this node's clock need not agree with)
+        self._held: dict[int, float] = {}
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._blocked_by: int | None = None
@@ -147,8 +148,8 @@ class ShardClaimer:
     async def _drop_expiring(self) -> None:
         """Without the database, a claim cannot be proven: disconnect what may expire before the
         next round, so that no other node connects a shard this one still serves."""
-        horizon = self._clock().timestamp() + self._interval * 1.5
-        expiring = {i for i, until in self._held.items() if until.timestamp() <= horizon}
+        horizon = time.monotonic() + self._interval * 1.5
+        expiring = {i for i, until in self._held.items() if until <= horizon}
         if expiring and self._count is not None:
             keep = set(self._held) - expiring
             # Given up before the sockets close: whoever sees them gone sees the claims gone.
@@ -167,10 +168,8 @@ class ShardClaimer:
         identify limit); the claims are renewed while a connect is in progress; every database call
         is bounded by the round interval.
         """
-        now = self._clock()
-        await self._db(
-            self._leases.lease_acquire(NODE_PREFIX + self.node, self.node, ttl_seconds=self._ttl, now=now)
-        )
+        await self._db(self._leases.lease_acquire(NODE_PREFIX + self.node, self.node, ttl_seconds=self._ttl))
+        now = await self._db(self._leases.db_now())  # leases expire on the database's clock
         nodes = len([n for n in await self._db(self._leases.lease_list(NODE_PREFIX)) if n.live(now)])
         others: list[tuple[int, int]] = []  # (shard, count) claimed live by other nodes
         for lease in await self._db(self._leases.lease_list(SHARD_PREFIX)):
@@ -182,20 +181,19 @@ class ShardClaimer:
             await self._release(set(self._held), self._count or 1)
             return self.held
         taken = {i for i, n in others if n == count}
-        await self._renew(now, count)
+        await self._renew(count)
         share = math.ceil(count / max(nodes, 1))
         if len(self._held) > share:
             await self._release(set(sorted(self._held)[share:]), count)
         free = [i for i in range(count) if i not in self._held and i not in taken]
         new: set[int] = set()
         for shard_id in free[: max(0, min(share - len(self._held), self._claims_per_round))]:
+            asked = time.monotonic()
             claimed = await self._db(
-                self._leases.lease_acquire(
-                    shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl, now=self._clock()
-                )
+                self._leases.lease_acquire(shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl)
             )
             if claimed is not None:
-                self._held[shard_id] = claimed.expires_at
+                self._held[shard_id] = asked + self._ttl
                 new.add(shard_id)
         connected = await self._connect(set(self._held), count)
         if connected - set(self._held):  # a claim lost while connecting: let that shard go now
@@ -214,7 +212,7 @@ class ShardClaimer:
                 done, _ = await asyncio.wait({connect}, timeout=self._interval)
                 if done:
                     return connect.result()
-                await self._renew(self._clock(), count, disconnect=False)
+                await self._renew(count, disconnect=False)
         except BaseException:
             connect.cancel()  # a half-open connection is closed by the target
             await asyncio.gather(connect, return_exceptions=True)
@@ -244,18 +242,17 @@ class ShardClaimer:
         self._blocked_by = None
         return self._count
 
-    async def _renew(self, now: datetime, count: int, *, disconnect: bool = True) -> None:
+    async def _renew(self, count: int, *, disconnect: bool = True) -> None:
         lost = set()
         for shard_id in sorted(self._held):
+            asked = time.monotonic()
             lease = await self._db(
-                self._leases.lease_renew(
-                    shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl, now=now
-                )
+                self._leases.lease_renew(shard_lease(shard_id, count), self.node, ttl_seconds=self._ttl)
             )
             if lease is None:
                 lost.add(shard_id)
             else:
-                self._held[shard_id] = lease.expires_at
+                self._held[shard_id] = asked + self._ttl
         if lost:  # taken by another node after our claim expired: stop serving them now
             _log.error("discord: lost the claim on shard(s) %s; disconnecting them", sorted(lost))
             for shard_id in lost:

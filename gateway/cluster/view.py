@@ -14,7 +14,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from agent.clock import utcnow
 from gateway.cluster.roles import INTAKE_LEASE_PREFIX, NODE_LEASE_PREFIX, parse_node_lease
 from gateway.store.repository import Store
 
@@ -24,7 +23,7 @@ RECENT = timedelta(minutes=10)
 
 async def cluster_view(store: Store, now: datetime | None = None) -> dict[str, Any]:
     """``/api/cluster``: nodes, intake leaders, and which sessions are being served where."""
-    now = now or utcnow()
+    now = now or await store.db_now()  # leases expire on the database's clock
     nodes: dict[str, dict[str, Any]] = {}
     for lease in await store.lease_list(NODE_LEASE_PREFIX):
         parsed = parse_node_lease(lease.name)

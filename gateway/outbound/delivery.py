@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,6 +32,9 @@ from gateway.store.records import OutboxRecord
 from gateway.store.repository import Store
 
 _log = logging.getLogger(__name__)
+
+SURPLUS = "…"
+"""What a message left over from a longer partial shows once the reply is edited in."""
 
 
 def target_to_dict(target: OutboundTarget) -> dict[str, Any]:
@@ -184,8 +188,12 @@ class Delivery:
                 _log.warning("could not renew a delivery round's leases", exc_info=True)
 
     async def _deliver_chat(self, rows: list[OutboxRecord]) -> None:
+        claimed = time.monotonic()
         try:
             for row in rows:
+                if not await self._still_ours(row, claimed):
+                    _log.warning("lost a chat's delivery lease; its replies are left to its new owner")
+                    return
                 await self.deliver(row)
         finally:
             if self._owner is not None:
@@ -194,6 +202,17 @@ class Delivery:
                     await self._store.lease_release(outbox_chat_lease(rows[0].target), self._owner)
                 except Exception:  # the lease then runs out on its own
                     _log.warning("could not release a chat's delivery lease", exc_info=True)
+
+    async def _still_ours(self, row: OutboxRecord, claimed: float) -> bool:
+        """Whether this round still holds the row's chat. Asked only once a third of the lease has
+        gone by since the claim (a worker frozen past its lease wakes here): a worker that took
+        the chat over meanwhile sends the row itself, and a second copy must not follow."""
+        if self._owner is None or time.monotonic() - claimed < self._lease / 3:
+            return True
+        lease = await self._store.lease_renew(
+            outbox_chat_lease(row.target), self._owner, ttl_seconds=self._lease
+        )
+        return lease is not None
 
     async def deliver(self, row: OutboxRecord) -> bool:
         """Send one row; True when it is now sent."""
@@ -207,6 +226,8 @@ class Delivery:
             )
             return False
         parts = self._split(row.text, adapter)
+        if row.stream_id is not None and await self._onto_stream(row, row.stream_id, parts, adapter):
+            return True
         sent = self._progress.setdefault(row.id, [])
         try:
             for index in range(len(sent), len(parts)):
@@ -222,6 +243,33 @@ class Delivery:
             return False
         self._progress.pop(row.id, None)
         await self._store.outbox_mark_sent(row.id, [i for i in sent if i])
+        return True
+
+    async def _onto_stream(
+        self, row: OutboxRecord, stream_id: int, parts: list[str], adapter: PlatformAdapter
+    ) -> bool:
+        """A reply re-delivered after a takeover whose stream already shows messages: edit those
+        (new messages only for parts beyond them) instead of sending it again. False when the
+        stream shows nothing, or an edit fails (then the reply is sent as usual)."""
+        stream = await self._store.stream_get(stream_id)
+        if stream is None or not stream.message_ids:
+            return False
+        target = target_from_dict(row.target)
+        ids = list(stream.message_ids)
+        try:
+            for index, part in enumerate(parts):
+                if index < len(ids):
+                    await adapter.edit(target, ids[index], part)
+                else:
+                    where = target if index == 0 else adapter.continuation(target)
+                    ids.extend(await adapter.send(where, part))
+            for index in range(len(parts), len(stream.message_ids)):  # a longer partial left some over
+                await adapter.edit(target, ids[index], SURPLUS)
+        except AdapterError as exc:
+            _log.warning("could not edit a re-delivered reply into its stream; sending it: %s", exc)
+            await self._store.stream_close(stream_id)
+            return False
+        await self._store.stream_redelivered(stream_id, row.id, ids[: max(len(parts), 1)])
         return True
 
     async def _failed(self, row: OutboxRecord, exc: Exception) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
@@ -16,6 +17,7 @@ from agent.loop_turn import TurnResult
 from agent.types import ChatMessage
 from gateway.outbound.delivery import Delivery, target_to_dict
 from gateway.platforms.base import OutboundTarget
+from gateway.store.records import StreamRecord
 from gateway.store.repository import Store
 
 _log = logging.getLogger(__name__)
@@ -26,6 +28,7 @@ EMPTY_REPLY = "(I have nothing to add.)"
 REFUSAL_LINE = (
     "The model declined to answer that. You can rephrase it, or start a fresh conversation with /new."
 )
+_PART_MARK = re.compile(r"^\(\d+/\d+\)\s*")
 
 
 class Answerable(Protocol):
@@ -67,6 +70,12 @@ def is_final_reply(message: ChatMessage) -> bool:
     )
 
 
+def shows_reply(stream: StreamRecord, text: str) -> bool:
+    """The stream's messages already show (the start of) ``text``: a re-delivery edits them."""
+    first = _PART_MARK.sub("", stream.shown[0]).strip() if stream.shown else ""
+    return bool(first) and bool(stream.message_ids) and text.strip().startswith(first[:40])
+
+
 def reply_of(result: TurnResult) -> tuple[str, int | None]:
     """The text and stored message id of a turn's final answer."""
     if result.stopped == "refusal":
@@ -93,8 +102,10 @@ class Replies:
         *,
         status: Literal["done", "failed"] = "done",
         error: str | None = None,
+        stream: StreamRecord | None = None,
     ) -> None:
-        """Answer ``pending``: the outbox row and the items done in one transaction; delivery wakes."""
+        """Answer ``pending``: the outbox row and the items done in one transaction; delivery wakes.
+        ``stream``: an orphaned stream already showing this reply, whose messages delivery edits."""
         await self._store.outbox_put(
             session_id=session_id,
             target=target_to_dict(target),
@@ -104,14 +115,20 @@ class Replies:
             answers=[(p.item.id, p.message.id) for p in pending],
             status=status,
             error=error,
+            stream_id=None if stream is None else stream.id,
         )
         self._delivery.notify()
 
     async def unanswered(
-        self, session_id: str, addressed: list[PendingItem[ItemT]]
+        self,
+        session_id: str,
+        addressed: list[PendingItem[ItemT]],
+        orphans: Sequence[StreamRecord] = (),
     ) -> list[PendingItem[ItemT]]:
         """``addressed`` less the items already answered (after a crash): by an outbox row, or by a final
-        assistant message in the conversation (whose reply is queued now)."""
+        assistant message in the conversation (whose reply is queued now). A queued reply that one
+        of ``orphans`` (streams the worker taken over from left open) already shows takes that
+        stream along: delivery edits its messages instead of sending the reply again."""
         pending: list[PendingItem[ItemT]] = []
         for p in addressed:
             if await self._store.outbox_for_inbox(p.item.id) is not None:
@@ -133,7 +150,10 @@ class Replies:
         done: set[int] = set()
         for group, reply in answered:
             _log.info("reply found in the conversation; queueing it", extra={"session": session_id})
-            await self.reply(session_id, group, group[-1].item.reply_target, reply.text, reply.id)
+            shown = next((s for s in reversed(orphans) if shows_reply(s, reply.text)), None)
+            await self.reply(
+                session_id, group, group[-1].item.reply_target, reply.text, reply.id, stream=shown
+            )
             done.update(p.item.id for p in group)
         return [p for p in pending if p.item.id not in done]
 

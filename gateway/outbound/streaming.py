@@ -16,6 +16,15 @@ and the stream is closed; then the inbox items are marked done, as for any reply
 still open on start was cut short by a crash: its last message is edited to say so, and the
 turn, still pending in the inbox, is answered once more. When streaming fails (the platform
 refuses an edit, say) the reply falls back to the outbox as before.
+
+Takeovers. A stream belongs to the session lease it was opened under. A worker that takes a chat
+over (its claim on the chat lapsed: the worker died or froze) finds that chat's orphaned streams:
+one that already shows the reply the conversation holds is adopted by the re-delivered outbox row,
+whose delivery edits those messages instead of sending new ones; any other gets the restart's
+"(interrupted …)" note. A worker starting touches only streams whose lease has lapsed, never
+another worker's live reply. A live reply asks the fence before each edit, so a worker woken past
+its lease does not overwrite what the new owner wrote; and its first message waits until no
+earlier reply of the chat is still pending in the outbox, so a chat's replies go out in order.
 """
 
 from __future__ import annotations
@@ -30,10 +39,12 @@ from typing import Any
 from agent.llm_stream import tool_status
 from gateway.config import DeliverySettings
 from gateway.errors import AdapterError
-from gateway.outbound.delivery import target_from_dict, target_to_dict
+from gateway.outbound.delivery import SURPLUS, target_from_dict, target_to_dict
 from gateway.outbound.replies import PendingItem
 from gateway.platforms.base import OutboundTarget, PlatformAdapter
 from gateway.splitter import split_message
+from gateway.store import fence
+from gateway.store.records import StreamRecord
 from gateway.store.repository import Store
 
 _log = logging.getLogger(__name__)
@@ -41,8 +52,12 @@ _log = logging.getLogger(__name__)
 STOPPED_NOTE = "(stopped)"
 INTERRUPTED_NOTE = "(interrupted — this answer did not finish)"
 RESTART_NOTE = "(interrupted by a restart — the answer follows in a new message)"
-SURPLUS_TEXT = "…"
+SURPLUS_TEXT = SURPLUS
 STOP_WAIT_SECONDS = 30.0
+ORDER_WAIT_SECONDS = 60.0
+"""A reply waits at most this long for an earlier reply of its chat to leave the outbox (one that
+cannot be delivered, say to a platform no worker runs, must not hold the chat forever)."""
+ORDER_POLL_SECONDS = 0.2
 
 
 class EditPacer:
@@ -122,7 +137,12 @@ class LiveReply:
             async with self._pacer.lock(self._target):
                 await self._pacer.wait_turn(self._target)
                 self._changed.clear()
-                await self._show(self.display)
+                try:
+                    await self._show(self.display)
+                except fence.LeaseLost:
+                    # Woken past the lease: the chat is another worker's now, and so is this stream.
+                    self._broken = True
+                    return
 
     async def _show(self, text: str, *, final: bool = False) -> None:
         """Make the messages show ``text``. While the reply grows only the newest message is edited
@@ -131,6 +151,10 @@ class LiveReply:
         if not text.strip() or self._broken:
             return
         parts = split_message(text, self._adapter.text_limit, measure=self._adapter.measure)
+        if self.stream_id is None:
+            await self._after_earlier_replies()
+        else:
+            await self._store.stream_fence_check()
         try:
             for index, part in enumerate(parts):
                 if index < len(self.ids):
@@ -152,6 +176,16 @@ class LiveReply:
         self.flushes += 1
         if self.stream_id is not None:
             await self._store.stream_update(self.stream_id, message_ids=self.ids, shown=self._shown)
+
+    async def _after_earlier_replies(self) -> None:
+        """Before the first message: wait until no earlier reply of this chat is still pending in
+        the outbox (a reply another worker re-delivers after a takeover, say)."""
+        deadline = time.monotonic() + ORDER_WAIT_SECONDS
+        while await self._store.outbox_chat_pending(target_to_dict(self._target)):
+            if time.monotonic() > deadline:
+                _log.warning("an earlier reply of this chat is still pending; this one goes ahead")
+                return
+            await asyncio.sleep(ORDER_POLL_SECONDS)
 
     def detach(self) -> None:
         """Stop showing (the service is stopping); the open stream is left for the next start."""
@@ -255,23 +289,39 @@ class Streams:
             await self._store.inbox_mark([p.item.id], "done", message_id=p.message.id)
         return True
 
-    async def recover(self) -> int:
-        """Tell the streams a crash cut short that they were interrupted (their turns are answered
-        again from the inbox); returns how many were closed."""
+    async def recover(self, worker: str) -> int:
+        """On start: tell the streams whose session lease has lapsed (a crash cut them short) that
+        they were interrupted; returns how many were closed. Another worker's live reply is left
+        alone; one SQLite process has no other live worker, so there every stream but
+        ``worker``'s own is an orphan. A stream whose chat still has messages to serve is left to
+        the worker that takes the chat over (it may adopt it for the reply it re-delivers)."""
+        lapsed = self._store.db.dialect != "sqlite"
         closed = 0
-        for stream in await self._store.streams_open():
-            target = target_from_dict(stream.target)
-            adapter = self._adapter_for(target.platform)
-            if adapter is None:
-                continue  # another worker runs that platform
-            if stream.message_ids and stream.shown:
-                try:
-                    note = with_note(stream.shown[-1], RESTART_NOTE, adapter)
-                    await adapter.edit(target, stream.message_ids[-1], note)
-                except AdapterError as exc:
-                    _log.warning("could not mark an interrupted reply: %s", exc)
-            await self._store.stream_close(stream.id)
-            closed += 1
+        found = await self._store.streams_orphaned(worker=worker, only_lapsed=lapsed, settled_only=True)
+        for stream in found:
+            closed += await self.interrupt(stream)
         if closed:
             _log.info("%d reply stream(s) cut short by a restart marked as interrupted", closed)
         return closed
+
+    async def orphans(self, key: str) -> list[StreamRecord]:
+        """The chat's streams whose session lease lapsed (the worker this one takes over from)."""
+        held = fence.current()
+        worker = "" if held is None else held.worker
+        return await self._store.streams_orphaned(worker=worker, session_key=key)
+
+    async def interrupt(self, stream: StreamRecord) -> int:
+        """End an orphaned partial with the restart's note and close its stream; 0 when this worker
+        does not run its platform (another one will)."""
+        target = target_from_dict(stream.target)
+        adapter = self._adapter_for(target.platform)
+        if adapter is None:
+            return 0
+        if stream.message_ids and stream.shown:
+            try:
+                note = with_note(stream.shown[-1], RESTART_NOTE, adapter)
+                await adapter.edit(target, stream.message_ids[-1], note)
+            except AdapterError as exc:
+                _log.warning("could not mark an interrupted reply: %s", exc)
+        await self._store.stream_close(stream.id)
+        return 1

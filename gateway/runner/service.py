@@ -309,7 +309,7 @@ class Service:
                 )
                 await self.shard_claims.start()
         if worker:
-            await self.gateway.streams.recover()
+            await self.gateway.streams.recover(self.gateway.worker_id)
             await self.scheduler.start()
         if self.cluster is not None:
             await self.cluster.start()

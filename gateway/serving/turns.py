@@ -160,9 +160,10 @@ class TurnServer:
         if not addressed:
             return Outcome.DONE
         fresh = [p for p, created in addressed if created]
-        # Only a message stored before (a re-served item) can have been answered already.
+        # Only a message stored before (a re-served item) can have been answered already, and
+        # only then can a worker this one took the chat over from have left a stream open.
         known = [p for p, created in addressed if not created]
-        pending = fresh + (await self._replies.unanswered(session.id, known) if known else [])
+        pending = fresh + (await self._take_over(key, session.id, known) if known else [])
         if not pending:
             return Outcome.DONE
         pending.sort(key=lambda p: p.item.id)
@@ -175,6 +176,20 @@ class TurnServer:
                     session.id, without_quote(target), truncation_note(kept, truncated_from)
                 )
         return await self._answer(key, session, pending, target, appended, info)
+
+    async def _take_over(
+        self, key: str, session_id: str, known: list[PendingItem[InboxItem]]
+    ) -> list[PendingItem[InboxItem]]:
+        """Re-served items: finish what the worker before left. A reply it had written is queued
+        (editing its stream's messages when they show it); its other open streams get the
+        restart's "(interrupted …)" note; the items still unanswered are returned."""
+        orphans = await self._streams.orphans(key)
+        unanswered = await self._replies.unanswered(session_id, known, orphans)
+        adopted = {row.id for row in await self._store.streams_adopted([o.id for o in orphans])}
+        for stream in orphans:
+            if stream.id not in adopted:
+                await self._streams.interrupt(stream)
+        return unanswered
 
     async def _append_all(
         self,
@@ -335,6 +350,8 @@ class TurnServer:
                 await self._replies.reply(session.id, pending, target, text, message_id)
             return Outcome.DONE
         if isinstance(exc, LeaseLost):
+            if live is not None:
+                live.detach()  # its stream is the new owner's to finish
             raise exc  # another worker owns the session now: say nothing, write nothing
         if live is not None:
             await live.abandon(INTERRUPTED_NOTE)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from typing import TypeVar
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import ColumnElement, Connection, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.clock import Clock, utcnow
 from gateway.store.db import Database
 from gateway.store.models import sessions
 from gateway.store.view_cache import ActiveViews
@@ -30,13 +32,64 @@ def unique(items: Iterable[T]) -> list[T]:
     return list(dict.fromkeys(items))
 
 
-class Repo:
-    """One part of the store; all parts share the same :class:`Database`."""
+DB_NOW = select(func.clock_timestamp())
+"""The database server's clock (PostgreSQL): the one time every node of a cluster agrees on."""
 
-    def __init__(self, db: Database, views: ActiveViews | None = None) -> None:
+
+def aware(at: datetime | None) -> datetime:
+    """A time read from the database, as aware UTC."""
+    if at is None:
+        raise ValueError("the database returned no time")
+    return at.astimezone(UTC) if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+class Repo:
+    """One part of the store; all parts share the same :class:`Database`.
+
+    ``clock`` is this process's clock. Leases, claims and fences are judged by the database's
+    clock on PostgreSQL (several nodes, whose clocks may disagree), by ``clock`` on SQLite (one
+    process, whose clock is the database's)."""
+
+    def __init__(self, db: Database, views: ActiveViews | None = None, *, clock: Clock = utcnow) -> None:
         self._db = db
         # The active views this store has read or written (``gateway.store.view_cache``).
         self._views = views if views is not None else ActiveViews()
+        self._clock = clock
+
+    @property
+    def clock(self) -> Clock:
+        """This process's clock (timestamps it records; leases on SQLite)."""
+        return self._clock
+
+    async def lease_now(self, s: AsyncSession, now: datetime | None = None) -> datetime:
+        """The time leases are judged by, read in the transaction ``s`` (see the class docstring):
+        the database's on PostgreSQL; else ``now`` (the caller's clock) or this store's clock."""
+        if self._db.dialect == "postgresql":
+            return aware(await s.scalar(DB_NOW))
+        return now or self._clock()
+
+    def lease_now_in(self, conn: Connection, now: datetime | None = None) -> datetime:
+        """:meth:`lease_now` on a synchronous connection."""
+        if self._db.dialect == "postgresql":
+            return aware(conn.scalar(DB_NOW))
+        return now or self._clock()
+
+    async def as_lease_time(self, s: AsyncSession, at: datetime) -> datetime:
+        """``at``, a time of this process's clock (a retry due in N seconds), on the lease clock."""
+        if self._db.dialect != "postgresql":
+            return at
+        return at + (await self.lease_now(s) - self._clock())
+
+    def lease_clock(self) -> ColumnElement[datetime] | datetime:
+        """:meth:`lease_now` as a value for one statement: the SQL clock on PostgreSQL."""
+        if self._db.dialect == "postgresql":
+            return func.clock_timestamp()
+        return self._clock()
+
+    async def db_now(self) -> datetime:
+        """The database's time now (PostgreSQL), else this process's clock."""
+        async with self._tx(write=False) as s:
+            return await self.lease_now(s)
 
     @property
     def db(self) -> Database:

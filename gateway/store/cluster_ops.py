@@ -7,7 +7,6 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
-from agent.clock import utcnow
 from gateway.store.base import Repo
 from gateway.store.models import inbox
 
@@ -25,7 +24,7 @@ class SessionClaim:
 class ClusterOps(Repo):
     async def session_claims(self, now: datetime | None = None, limit: int = 1000) -> list[SessionClaim]:
         """Live claims (status processing, lease not run out), one row per session and worker."""
-        now = now or utcnow()
+        at = self.lease_clock() if now is None else now
         stmt = (
             select(
                 inbox.c.session_key,
@@ -34,7 +33,7 @@ class ClusterOps(Repo):
                 func.max(inbox.c.lease_until).label("until"),
             )
             .where(
-                inbox.c.status == "processing", inbox.c.lease_until >= now, inbox.c.lease_owner.is_not(None)
+                inbox.c.status == "processing", inbox.c.lease_until >= at, inbox.c.lease_owner.is_not(None)
             )
             .group_by(inbox.c.session_key, inbox.c.lease_owner)
             .order_by(inbox.c.session_key)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Dialect, Integer
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData, String
+from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
 # A 64-bit id on PostgreSQL; plain INTEGER on SQLite so the column is a rowid alias
@@ -67,3 +68,23 @@ def rows_changed(result: object) -> int:
     UPDATE or DELETE actually returns does. Read it here, once, instead of at every call site.
     """
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ID = String(32)
+"""uuid4().hex ids (sessions, compactions)."""
+
+Json = JSON(none_as_null=True)
+
+
+class SchemaBase(DeclarativeBase):
+    """The declarative base of every model (``gateway.store.models``), with its naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)

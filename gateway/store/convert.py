@@ -133,6 +133,7 @@ def to_outbox(row: Row) -> OutboxRecord:
         message_id=row["message_id"],
         inbox_ids=[int(x) for x in row["inbox_ids"] or []],
         kind=cast(OutboxKind, row["kind"]),
+        stream_id=row.get("stream_id"),
     )
 
 

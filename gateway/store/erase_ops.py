@@ -329,7 +329,7 @@ class EraseOps(Repo):
         stmt = select(func.count()).where(
             inbox.c.session_key == session_key,
             inbox.c.status == "processing",
-            or_(inbox.c.lease_until.is_(None), inbox.c.lease_until > utcnow()),
+            or_(inbox.c.lease_until.is_(None), inbox.c.lease_until > self.lease_clock()),
         )
         async with self._tx(write=False) as s:
             return bool(await s.scalar(stmt))

@@ -22,10 +22,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.clock import utcnow
 from agent.errors import StoreError
 from gateway.store.models import inbox
 
@@ -72,7 +71,8 @@ async def check_in(s: AsyncSession) -> None:
             inbox.c.session_key == fence.session_key,
             inbox.c.status == "processing",
             inbox.c.lease_owner == fence.worker,
-            inbox.c.lease_until > utcnow(),
+            # The database's clock, as the claims that take a session over judge by.
+            inbox.c.lease_until > func.clock_timestamp(),
         )
         .limit(1)
         .with_for_update()

@@ -28,7 +28,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from agent.clock import utcnow
 from agent.errors import NotFound
-from gateway.store.base import Repo, chunks
+from gateway.store.base import DB_NOW, Repo, aware, chunks
 from gateway.store.columns import clean_json, clean_text, rows_changed
 from gateway.store.convert import to_inbox
 from gateway.store.group_commit import InboxBatch
@@ -41,7 +41,7 @@ MAX_DEAD_LETTERS_PER_CHAT = 1000
 """Dead letters (failed inbox items) a chat keeps, newest first (docs/security.md)."""
 
 
-def _claimable(now: datetime | BindParameter[Any]) -> ColumnElement[bool]:
+def _claimable(now: datetime | BindParameter[Any] | ColumnElement[datetime]) -> ColumnElement[bool]:
     """Pending (and not waiting out a retry delay), or taken by a worker whose lease ran out.
 
     On a pending item ``lease_until`` is the time before which it is not tried again (set
@@ -98,12 +98,18 @@ def claim_in(
     lease_seconds: float,
     session_key: str | None,
     limit: int,
+    now: datetime,
 ) -> list[InboxRecord]:
-    """:meth:`InboxOps.inbox_claim` inside the transaction of ``conn``."""
-    now = utcnow()
-    if session_key is not None and dialect == "postgresql":
-        # Claims for one key one at a time, so two cannot both see it free.
-        conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(session_key, 0))))
+    """:meth:`InboxOps.inbox_claim` inside the transaction of ``conn``; ``now`` is this process's
+    clock, which judges the leases on SQLite only: PostgreSQL judges them by its own."""
+    if dialect == "postgresql":
+        if session_key is not None:
+            # Claims for one key one at a time, so two cannot both see it free; the time is read
+            # once the lock is held (a wait for it must not age it).
+            lock = func.pg_advisory_xact_lock(func.hashtextextended(session_key, 0))
+            now = aware(conn.execute(select(lock, func.clock_timestamp())).one()[1])
+        else:
+            now = aware(conn.scalar(DB_NOW))
     params = {"now": now, "until": now + timedelta(seconds=lease_seconds), "worker": worker, "limit": limit}
     if session_key is not None:
         params["key"] = session_key
@@ -170,6 +176,7 @@ class InboxOps(Repo):
                 lease_seconds=lease_seconds,
                 session_key=session_key,
                 limit=limit,
+                now=self._clock(),
             )
         )
 
@@ -210,8 +217,8 @@ class InboxOps(Repo):
         A lease that already ran out stays out: its turn's next write is refused by the fence
         (gateway.store.fence), and renewing it would keep its items claimed by a turn that has
         been dropped, so that nobody served them."""
-        now = utcnow()
         async with self._tx() as s:
+            now = await self.lease_now(s)
             result = await s.execute(
                 update(inbox)
                 .where(inbox.c.status == "processing", inbox.c.lease_owner == worker)
@@ -270,21 +277,26 @@ class InboxOps(Repo):
                 for key in sorted({r.session_key for r in records if r.id in dead}):
                     await _keep_newest_failed(s, key, keep_failed)
             if retry:
+                due = await self.as_lease_time(s, retry_at)
                 await s.execute(
                     update(inbox)
                     .where(inbox.c.id.in_(retry))
-                    .values(status="pending", error=error, lease_owner=None, lease_until=retry_at)
+                    .values(status="pending", error=error, lease_owner=None, lease_until=due)
                 )
             return [r for r in records if r.id in dead]
 
     async def inbox_next_retry(self, session_key: str) -> datetime | None:
-        """When the session's next item waiting out a retry delay is due (None: no such item)."""
+        """When the session's next item waiting out a retry delay is due, on this process's clock
+        (None: no such item)."""
         stmt = select(func.min(inbox.c.lease_until)).where(
             inbox.c.session_key == session_key, inbox.c.status == "pending", inbox.c.lease_until.is_not(None)
         )
         async with self._tx(write=False) as s:
             due: datetime | None = await s.scalar(stmt)
-            return due
+            if due is None or self._db.dialect != "postgresql":
+                return due
+            # Stored on the lease clock: told on this process's, as the caller compares it.
+            return due - (await self.lease_now(s) - self._clock())
 
     async def inbox_get(self, inbox_id: int) -> InboxRecord:
         async with self._tx(write=False) as s:
@@ -297,7 +309,7 @@ class InboxOps(Repo):
         """Session keys with claimable work, the longest-waiting first."""
         stmt = (
             select(inbox.c.session_key)
-            .where(_claimable(utcnow()))
+            .where(_claimable(self.lease_clock()))
             .group_by(inbox.c.session_key)
             .order_by(func.min(inbox.c.received_at), inbox.c.session_key)
         )

@@ -17,7 +17,6 @@ from typing import Any, Literal
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.clock import utcnow
 from gateway.store.columns import clean_json, clean_text
 from gateway.store.lease_ops import Lease, LeaseOps, acquire_in, release_in, serialize
 from gateway.store.models import scheduler_jobs
@@ -98,8 +97,11 @@ class JobOps(LeaseOps):
             due = None if row is None else row["next_due_at"]
             if due is not None and due > now + early:
                 return False
+            # The occurrence is judged by the firing node's clock (a schedule is wall-clock time);
+            # the lease that keeps two runs apart by the database's.
+            at = await self.lease_now(s, now)
             lease = await acquire_in(
-                s, self.db.dialect, lease_name(name), owner, ttl_seconds=lease_seconds, now=now
+                s, self.db.dialect, lease_name(name), owner, ttl_seconds=lease_seconds, now=at
             )
             if lease is None:
                 return False
@@ -127,7 +129,7 @@ class JobOps(LeaseOps):
         now: datetime | None = None,
     ) -> None:
         """Record the outcome of ``owner``'s run and release the job's lease."""
-        now = now or utcnow()
+        now = now or self._clock()
         async with self._tx() as s:
             await serialize(s, self.db.dialect, lease_name(name))
             await s.execute(
@@ -144,7 +146,7 @@ class JobOps(LeaseOps):
                     failures=scheduler_jobs.c.failures + (1 if status == "failed" else 0),
                 )
             )
-            await release_in(s, lease_name(name), owner, now=now)
+            await release_in(s, lease_name(name), owner, now=await self.lease_now(s, now))
 
     async def job_states(self) -> list[JobState]:
         """Every known job, by name, with its lease."""

@@ -12,8 +12,9 @@ released with the transaction, so a crash cannot leave it held), on SQLite by ``
 IMMEDIATE``. The same serialization lets a caller combine a lease with its own bookkeeping
 in one transaction (see :mod:`gateway.store.job_ops`).
 
-Times come from the caller's clock (workers are expected to keep NTP time, as for the inbox
-leases); ``now`` is a parameter so tests can move time.
+Times come from the database's clock on PostgreSQL, read in the lease's own transaction
+(:meth:`gateway.store.base.Repo.lease_now`): nodes whose clocks disagree still agree on who
+holds what. A ``now`` argument is the caller's clock: it counts on SQLite only (one process).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from datetime import datetime, timedelta
 from sqlalchemy import RowMapping, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.clock import utcnow
 from gateway.store.base import Repo
 from gateway.store.columns import rows_changed
 from gateway.store.models import leases
@@ -111,31 +111,32 @@ class LeaseOps(Repo):
         Taking a lease one already holds extends it (never shortens it) and keeps its generation.
         """
         async with self._tx() as s:
-            return await acquire_in(
-                s, self.db.dialect, name, owner, ttl_seconds=ttl_seconds, now=now or utcnow()
-            )
+            await serialize(s, self.db.dialect, name)
+            at = await self.lease_now(s, now)
+            return await acquire_in(s, self.db.dialect, name, owner, ttl_seconds=ttl_seconds, now=at)
 
     async def lease_renew(
         self, name: str, owner: str, *, ttl_seconds: float, now: datetime | None = None
     ) -> Lease | None:
         """Extend ``owner``'s lease; ``None`` when it no longer holds it (it expired and was taken,
         or was released). A lease that expired but that nobody took is renewed: no one else acted on it."""
-        now = now or utcnow()
         async with self._tx() as s:
             await serialize(s, self.db.dialect, name)
             current = await _get(s, name)
             if current is None or current.owner != owner:
                 return None
-            return await acquire_in(s, self.db.dialect, name, owner, ttl_seconds=ttl_seconds, now=now)
+            at = await self.lease_now(s, now)
+            return await acquire_in(s, self.db.dialect, name, owner, ttl_seconds=ttl_seconds, now=at)
 
     async def lease_release(self, name: str, owner: str, *, now: datetime | None = None) -> bool:
         """Give the lease up at once (only its owner can); False when ``owner`` did not hold it live."""
         async with self._tx() as s:
             await serialize(s, self.db.dialect, name)
-            return await release_in(s, name, owner, now=now or utcnow())
+            return await release_in(s, name, owner, now=await self.lease_now(s, now))
 
     async def lease_get(self, name: str) -> Lease | None:
-        """The lease row, live, expired or released (check :meth:`Lease.live`); ``None`` when never taken."""
+        """The lease row, live, expired or released (check :meth:`Lease.live` against
+        :meth:`~gateway.store.base.Repo.db_now`); ``None`` when never taken."""
         async with self._tx(write=False) as s:
             return await _get(s, name)
 

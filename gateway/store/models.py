@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -19,7 +18,6 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
@@ -29,27 +27,11 @@ from sqlalchemy import (
 from sqlalchemy import (
     text as sql_text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.sql.expression import false
 
-from gateway.store.columns import BigId, UTCDateTime
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-ID = String(32)
-"""uuid4().hex ids (sessions, compactions)."""
-
-Json = JSON(none_as_null=True)
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+from gateway.store.columns import ID, BigId, Json, UTCDateTime
+from gateway.store.columns import SchemaBase as Base
 
 
 class SessionRow(Base):
@@ -239,6 +221,8 @@ class OutboxRow(Base):
     message_id: Mapped[int | None] = mapped_column(BigId)
     inbox_ids: Mapped[list[int] | None] = mapped_column(Json)
     kind: Mapped[str] = mapped_column(String(16), server_default=sql_text("'reply'"))
+    # A reply re-delivered after a takeover: the stream whose messages it edits rather than resends.
+    stream_id: Mapped[int | None] = mapped_column(BigId)
 
     __table_args__ = (
         Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
@@ -316,9 +300,13 @@ class StreamRow(Base):
     outbox_id: Mapped[int | None] = mapped_column(BigId)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # The session lease (inbox claim) the stream was opened under: recovery waits for it to lapse.
+    session_key: Mapped[str | None] = mapped_column(String(255))
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
 
     __table_args__ = (
         Index("ix_streams_status", "status"),
+        Index("ix_streams_session_key_status", "session_key", "status"),
         CheckConstraint("status IN ('open', 'done', 'interrupted')", name="status"),
     )
 

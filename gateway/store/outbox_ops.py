@@ -26,12 +26,14 @@ from gateway.store.columns import clean_json, clean_text, rows_changed
 from gateway.store.convert import to_outbox
 from gateway.store.group_commit import OutboxSentBatch
 from gateway.store.lease_ops import MAX_NAME, acquire_in
-from gateway.store.models import inbox, outbox
+from gateway.store.models import inbox, outbox, streams
 from gateway.store.records import OutboxKind, OutboxRecord
 from gateway.store.wakeups import notify_outbox
 
 # Built once: a reply is queued per turn, and building a statement costs more than running it.
 _QUEUE_REPLY = insert(outbox).returning(outbox.c.id)
+# On PostgreSQL a reply is due by the database's clock, which every node's delivery claims by.
+_QUEUE_REPLY_DUE_NOW = insert(outbox).values(next_attempt_at=func.now()).returning(outbox.c.id)
 _ANSWERED = (
     update(inbox)
     .where(inbox.c.id == bindparam("item_id"))
@@ -58,10 +60,13 @@ class OutboxOps(Repo):
         answers: Sequence[tuple[int, int | None]] = (),
         status: Literal["done", "failed"] = "done",
         error: str | None = None,
+        stream_id: int | None = None,
     ) -> int:
         """Queue a reply. ``answers`` (inbox id, message id) are the items it answers: they are
         marked ``status`` in the same transaction (one commit per reply, and never a reply
-        queued without its items done, nor the reverse)."""
+        queued without its items done, nor the reverse). ``stream_id``: an orphaned stream that
+        already shows this reply (a takeover re-delivers it): delivery edits its messages, and
+        the stream is the reply's from this transaction on (no recovery marks it interrupted)."""
         now = utcnow()
         row = {
             "session_id": session_id,
@@ -75,14 +80,22 @@ class OutboxOps(Repo):
             "message_id": message_id,
             "inbox_ids": list(inbox_ids),
             "kind": kind,
+            "stream_id": stream_id,
         }
         reason = None if error is None else clean_text(error)
         answered = [{"item_id": i, "mid": m, "done": status, "at": now, "why": reason} for i, m in answers]
 
+        queue = _QUEUE_REPLY
+        if self._db.dialect == "postgresql":
+            queue = _QUEUE_REPLY_DUE_NOW
+            del row["next_attempt_at"]
+
         def write(conn: Connection) -> int:
             if answered:
                 conn.execute(_ANSWERED, answered)
-            row_id = int(conn.scalar(_QUEUE_REPLY, row) or 0)
+            row_id = int(conn.scalar(queue, row) or 0)
+            if stream_id is not None:
+                conn.execute(update(streams).where(streams.c.id == stream_id).values(outbox_id=row_id))
             notify_outbox(conn)
             return row_id
 
@@ -125,15 +138,16 @@ class OutboxOps(Repo):
         if owner is not None:
             return await self._outbox_claim_chats(now, lease_seconds, platforms, limit, owner)
         platform = outbox.c.target["platform"].as_string()
-        stmt = (
-            select(outbox.c.id)
-            .where(outbox.c.status == "pending", outbox.c.next_attempt_at <= now, platform.in_(platforms))
-            .order_by(outbox.c.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
 
         def take(conn: Connection) -> list[OutboxRecord]:
+            at = self.lease_now_in(conn, now)
+            stmt = (
+                select(outbox.c.id)
+                .where(outbox.c.status == "pending", outbox.c.next_attempt_at <= at, platform.in_(platforms))
+                .order_by(outbox.c.id)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
             ids = [int(i) for i in conn.scalars(stmt)]
             if not ids:
                 return []
@@ -142,7 +156,7 @@ class OutboxOps(Repo):
             conn.execute(
                 update(outbox)
                 .where(outbox.c.id.in_(ids))
-                .values(next_attempt_at=now + timedelta(seconds=lease_seconds))
+                .values(next_attempt_at=at + timedelta(seconds=lease_seconds))
             )
             return taken
 
@@ -157,8 +171,8 @@ class OutboxOps(Repo):
         rows as they are. Returns how many rows were renewed."""
         if not ids:
             return 0
-        now = now or utcnow()
         async with self._tx() as s:
+            at = await self.lease_now(s, now)
             rows = [
                 to_outbox(r)
                 for r in (
@@ -169,9 +183,7 @@ class OutboxOps(Repo):
             ]
             mine: set[str] = set()
             for chat in sorted({outbox_chat_lease(row.target) for row in rows}):
-                current = await acquire_in(
-                    s, self.db.dialect, chat, owner, ttl_seconds=lease_seconds, now=now
-                )
+                current = await acquire_in(s, self.db.dialect, chat, owner, ttl_seconds=lease_seconds, now=at)
                 if current is not None:
                     mine.add(chat)
             kept = [row.id for row in rows if outbox_chat_lease(row.target) in mine]
@@ -179,9 +191,21 @@ class OutboxOps(Repo):
                 await s.execute(
                     update(outbox)
                     .where(outbox.c.id.in_(kept))
-                    .values(next_attempt_at=now + timedelta(seconds=lease_seconds))
+                    .values(next_attempt_at=at + timedelta(seconds=lease_seconds))
                 )
             return len(kept)
+
+    async def outbox_chat_pending(self, target: dict[str, Any]) -> bool:
+        """Whether a reply or notice to ``target``'s chat is still pending (not yet sent or failed)."""
+        stmt = select(
+            exists().where(
+                outbox.c.status == "pending",
+                outbox.c.target["platform"].as_string() == str(target.get("platform")),
+                outbox.c.target["chat_id"].as_string() == str(target.get("chat_id")),
+            )
+        )
+        async with self._tx(write=False) as s:
+            return bool(await s.scalar(stmt))
 
     async def outbox_get(self, outbox_id: int) -> OutboxRecord:
         async with self._tx(write=False) as s:
@@ -208,9 +232,21 @@ class OutboxOps(Repo):
         await batch.put({"row_id": outbox_id, "at": utcnow(), "ids": [str(i) for i in platform_ids]})
 
     async def outbox_mark_retry(self, outbox_id: int, *, next_attempt_at: datetime, error: str) -> None:
-        await self._outbox_update(
-            outbox_id, status="pending", next_attempt_at=next_attempt_at, error=clean_text(error)
-        )
+        """Try the row again at ``next_attempt_at`` (this process's clock)."""
+        async with self._tx() as s:
+            due = await self.as_lease_time(s, next_attempt_at)
+            result = await s.execute(
+                update(outbox)
+                .where(outbox.c.id == outbox_id)
+                .values(
+                    attempts=outbox.c.attempts + 1,
+                    status="pending",
+                    next_attempt_at=due,
+                    error=clean_text(error),
+                )
+            )
+            if rows_changed(result) == 0:
+                raise NotFound(f"no outbox item {outbox_id}")
 
     async def outbox_mark_failed(self, outbox_id: int, error: str) -> None:
         await self._outbox_update(outbox_id, status="failed", error=clean_text(error))
@@ -234,27 +270,28 @@ class OutboxOps(Repo):
         self, now: datetime, lease_seconds: float, platforms: Sequence[str], limit: int, owner: str
     ) -> list[OutboxRecord]:
         platform = outbox.c.target["platform"].as_string()
-        stmt = (
-            select(outbox)
-            .where(outbox.c.status == "pending", outbox.c.next_attempt_at <= now, platform.in_(platforms))
-            .order_by(outbox.c.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
         async with self._tx() as s:
+            at = await self.lease_now(s, now)
+            stmt = (
+                select(outbox)
+                .where(outbox.c.status == "pending", outbox.c.next_attempt_at <= at, platform.in_(platforms))
+                .order_by(outbox.c.id)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
             rows = [to_outbox(r) for r in (await s.execute(stmt)).mappings()]
             chats = sorted({outbox_chat_lease(row.target) for row in rows})
             # Sorted: two rounds lock chats in one order, so their advisory locks cannot deadlock.
             mine = set()
             for chat in chats:
-                if await acquire_in(s, self.db.dialect, chat, owner, ttl_seconds=lease_seconds, now=now):
+                if await acquire_in(s, self.db.dialect, chat, owner, ttl_seconds=lease_seconds, now=at):
                     mine.add(chat)
             taken = [row for row in rows if outbox_chat_lease(row.target) in mine]
             if taken:
                 await s.execute(
                     update(outbox)
                     .where(outbox.c.id.in_([row.id for row in taken]))
-                    .values(next_attempt_at=now + timedelta(seconds=lease_seconds))
+                    .values(next_attempt_at=at + timedelta(seconds=lease_seconds))
                 )
             return taken
 

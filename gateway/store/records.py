@@ -91,6 +91,8 @@ class OutboxRecord:
     message_id: int | None
     inbox_ids: list[int]
     kind: OutboxKind = "reply"
+    stream_id: int | None = None
+    """The stream whose messages this reply edits (re-delivered after a takeover), if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +131,5 @@ class StreamRecord:
     message_ids: list[str]
     shown: list[str]
     status: str
+    session_key: str | None = None
+    lease_owner: str | None = None

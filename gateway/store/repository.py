@@ -64,7 +64,8 @@ class Store(
     RateOps,
     ToolCallOps,
 ):
-    """``Store(db)`` over a connected :class:`gateway.store.db.Database`."""
+    """``Store(db)`` over a connected :class:`gateway.store.db.Database`; ``Store(db, clock=...)`` gives it
+    this process's clock (see :class:`gateway.store.base.Repo`)."""
 
 
 __all__ = ["Store"]

@@ -15,7 +15,6 @@ from datetime import datetime
 from sqlalchemy import Connection, bindparam, update
 from sqlalchemy.exc import IntegrityError
 
-from agent.clock import utcnow
 from agent.errors import NotFound, StoreError, WriteConflict
 from agent.types import ChatMessage, ContextState
 from gateway.store.base import CONFLICT_RETRIES, Repo
@@ -103,6 +102,7 @@ class TurnOps(Repo):
                 lease_seconds=lease_seconds,
                 session_key=session_key,
                 limit=limit,
+                now=self._clock(),
             )
             if not items:
                 return items, None, None
@@ -117,7 +117,7 @@ class TurnOps(Repo):
             return (
                 items,
                 info,
-                (info.id, *self.append_in(conn, info.id, [prepared(m) for m in new], at or utcnow())),
+                (info.id, *self.append_in(conn, info.id, [prepared(m) for m in new], at or self._clock())),
             )
 
         try:

@@ -4,7 +4,7 @@ it is in the transcript, where pruning, clearing and erasure reach it. ``admin_o
 an admin-set override may narrow the MCP tools a chat is offered (``{include, exclude}`` globs).
 
 Revision ID: 0016_tool_calls
-Revises: 0014_lean_rows
+Revises: 0015_stream_leases
 Create Date: 2026-12-02
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0016_tool_calls"
-down_revision: str | Sequence[str] | None = "0014_lean_rows"
+down_revision: str | Sequence[str] | None = "0015_stream_leases"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.store.db import Database
 from gateway.store.repository import Store
+from tests.store.engines import only
 
 T0 = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 
 
+# Time moved by hand: PostgreSQL judges leases by its own clock (tests/store/test_lease_clock.py).
+@only("sqlite")
 async def test_a_free_lease_is_taken_and_a_live_one_is_refused(store: Store) -> None:
     first = await store.lease_acquire("leader", "w1", ttl_seconds=30, now=T0)
     second = await store.lease_acquire("leader", "w2", ttl_seconds=30, now=T0 + timedelta(seconds=29))
@@ -20,6 +23,8 @@ async def test_a_free_lease_is_taken_and_a_live_one_is_refused(store: Store) -> 
     assert second is None
 
 
+# Time moved by hand: PostgreSQL judges leases by its own clock (tests/store/test_lease_clock.py).
+@only("sqlite")
 async def test_an_expired_lease_goes_to_the_next_taker_with_a_higher_generation(store: Store) -> None:
     await store.lease_acquire("leader", "w1", ttl_seconds=30, now=T0)
 
@@ -34,6 +39,8 @@ async def test_an_expired_lease_goes_to_the_next_taker_with_a_higher_generation(
     assert held is not None and held.owner == "w2"
 
 
+# Time moved by hand: PostgreSQL judges leases by its own clock (tests/store/test_lease_clock.py).
+@only("sqlite")
 async def test_renewing_extends_the_lease_and_keeps_its_generation(store: Store) -> None:
     await store.lease_acquire("leader", "w1", ttl_seconds=30, now=T0)
 
@@ -86,3 +93,19 @@ async def test_of_many_workers_taking_a_lease_at_once_exactly_one_gets_it(databa
 
     winners = [r for r in results if r is not None]
     assert len(winners) == 1 and winners[0].generation == 1
+
+
+@only("postgresql")
+async def test_on_postgresql_a_lease_expires_by_the_database_clock_and_goes_on_with_a_higher_generation(
+    store: Store,
+) -> None:
+    first = await store.lease_acquire("leader", "w1", ttl_seconds=0.5)
+    assert first is not None and await store.lease_acquire("leader", "w2", ttl_seconds=30) is None
+    taken = None
+    for _ in range(100):  # until the database's clock passes the expiry
+        taken = await store.lease_acquire("leader", "w2", ttl_seconds=30)
+        if taken is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert taken is not None and (taken.owner, taken.generation) == ("w2", 2)
+    assert await store.lease_renew("leader", "w1", ttl_seconds=30) is None

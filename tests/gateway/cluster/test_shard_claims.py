@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 
+from sqlalchemy import insert
 from sqlalchemy.engine import make_url
 
 from agent.clock import utcnow
 from gateway.cluster.shard_claims import ShardClaimer, held_by
 from gateway.platforms.discord_bot.adapter import DiscordAdapter
 from gateway.store.db import Database
+from gateway.store.models import leases
 from gateway.store.repository import Store
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.tcp_cut import CuttableRelay
@@ -258,8 +260,15 @@ async def test_claims_stay_renewed_while_a_slow_shard_connects(store: Store) -> 
 async def test_a_start_prunes_presence_rows_of_nodes_dead_for_a_day(store: Store) -> None:
     # Every start leaves a discord-node: row; without pruning the table grows with each restart.
     now = utcnow()
-    await store.lease_acquire("discord-node:gone", "gone", ttl_seconds=15, now=now - timedelta(days=2))
-    await store.lease_acquire("discord-node:recent", "recent", ttl_seconds=15, now=now - timedelta(hours=1))
+    for name, at in (("gone", now - timedelta(days=2)), ("recent", now - timedelta(hours=1))):
+        # Written as they were left (a lease is taken on the database's clock, which cannot go back).
+        async with store.db.transaction() as s:
+            await s.execute(
+                insert(leases).values(
+                    name=f"discord-node:{name}", owner=name, generation=1, acquired_at=at, renewed_at=at,
+                    expires_at=at + timedelta(seconds=15),
+                )
+            )  # fmt: skip
     async with FakeDiscord(rate_limit=LOGINS) as fake, cluster(fake, store, ["a"], shard_count=1) as [node]:
         await node.claimer.start()
         names = [lease.name for lease in await store.lease_list("discord-node:")]

@@ -11,6 +11,7 @@ from gateway.outbound.failures import UNDELIVERED
 from gateway.splitter import join_parts
 from gateway.store.repository import Store
 from tests.gateway.conftest import RecordingAdapter
+from tests.store.engines import only
 
 TARGET = {"platform": "test", "chat_id": "c1", "thread_id": None, "reply_to_message_id": "m9"}
 
@@ -42,6 +43,8 @@ async def test_a_long_reply_is_split_within_the_limit_and_sent_in_order(store: S
     assert record.status == "sent" and len(record.delivered_ids) == len(adapter.sent)
 
 
+# Steps the delivery clock through retries: SQLite only (PostgreSQL judges due rows by its own).
+@only("sqlite")
 async def test_a_transient_failure_is_retried_with_exponential_backoff(store: Store) -> None:
     adapter = RecordingAdapter()
     adapter.fail_next = 2
@@ -65,6 +68,8 @@ async def test_a_transient_failure_is_retried_with_exponential_backoff(store: St
     assert (await store.outbox_get(outbox_id)).status == "sent"
 
 
+# Steps the delivery clock through retries: SQLite only (PostgreSQL judges due rows by its own).
+@only("sqlite")
 async def test_delivery_gives_up_after_max_attempts(store: Store) -> None:
     adapter = RecordingAdapter()
     adapter.fail_next = 100
@@ -137,6 +142,8 @@ async def _rounds(delivery: Delivery, now: list[datetime], count: int) -> None:
         now[0] += timedelta(hours=1)
 
 
+# Steps the delivery clock through retries: SQLite only (PostgreSQL judges due rows by its own).
+@only("sqlite")
 async def test_a_reply_the_platform_always_refuses_becomes_a_dead_letter_and_the_chat_is_told_once(
     store: Store,
 ) -> None:
@@ -164,6 +171,8 @@ async def test_a_reply_the_platform_always_refuses_becomes_a_dead_letter_and_the
     assert adapter.sent[-1].target.reply_to_message_id is None
 
 
+# Steps the delivery clock through retries: SQLite only (PostgreSQL judges due rows by its own).
+@only("sqlite")
 async def test_a_reply_that_crashes_the_adapter_does_not_stop_the_round(store: Store) -> None:
     adapter = RecordingAdapter()
     adapter.refuse = lambda text: ValueError("invalid literal for int()") if text == "crash" else None
@@ -190,6 +199,8 @@ async def test_a_reply_that_crashes_the_adapter_does_not_stop_the_round(store: S
     assert adapter.texts.count(UNDELIVERED) == 1
 
 
+# Steps the delivery clock through retries: SQLite only (PostgreSQL judges due rows by its own).
+@only("sqlite")
 async def test_a_failure_notice_that_cannot_be_delivered_is_not_followed_by_another(store: Store) -> None:
     adapter = RecordingAdapter()
     adapter.refuse = lambda text: AdapterError("Forbidden: bot was blocked by the user")
