@@ -55,8 +55,11 @@ class TelegramDrafts:
                 await app.bot.send_message_draft(int(target.chat_id), draft_id, body, parse_mode=mode)
                 return
             except BadRequest as exc:
-                if mode is not None and "can't parse entities" in str(exc).lower():
+                reason = str(exc).lower()
+                if mode is not None and "can't parse entities" in reason:
                     continue
+                if "empty" in reason:
+                    return  # formats to nothing yet (a lone fence): no preview, but drafts are fine
                 self._no_drafts.add(target.chat_id)
                 _log.warning("telegram: no drafts in chat %s (%s)", target.chat_id, exc)
                 raise DraftRefused(f"Telegram refused the draft: {exc}") from exc
