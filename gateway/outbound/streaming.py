@@ -8,6 +8,11 @@ once per ``edit_interval_seconds`` per chat. A display longer than the platform'
 cut with the shared splitter (never inside a code fence or a UTF-16 pair) and continues in
 new messages.
 
+Drafts. Where the adapter shows drafts (Telegram private chats), the newest part is a draft
+instead of a message: no id, nothing to edit, sent again at least every
+``adapter.draft_refresh_seconds`` because it lapses on its own; the final pass sends it as a
+message. A draft the platform refuses turns this reply (and, in the adapter, that chat) to edits.
+
 Durability. Before the first message is posted, a ``streams`` row is opened; after every
 flush it records each message's id and text. When the turn ends, the messages are edited to
 exactly the final reply, and in ONE transaction the reply becomes an outbox row already
