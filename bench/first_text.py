@@ -1,11 +1,13 @@
-"""Time to the first visible text of a reply: streamed (edited in place) versus sent whole.
+"""Time to the first visible text of a reply in a Telegram DM: a draft, edits, or sent whole.
 
 The whole service (``Service.build``, SQLite in a temp dir) with the Telegram adapter against the
 fake Bot API, and the Anthropic provider against the fake Messages API streaming its answer at a
 realistic pace: ``--first`` seconds before the first token, then ``--tps`` tokens a second (~4
 characters a token). For each reply length the user's message is pushed and the clock stops at
-the first ``sendMessage`` the fake receives (what the user first sees), and at the moment the
-full reply is visible. Streaming off is today's behaviour: nothing but "typing" until the end.
+the first ``sendMessageDraft`` or ``sendMessage`` the fake accepts (what the user first sees), and
+at the moment the full reply is visible as a message. Three ways: drafts (the default in private
+chats: a preview, then one message), edits (``telegram.drafts: false``: a message edited about once
+a second) and streaming off (nothing but "typing" until the end).
 
     python bench/first_text.py [--full] [--tps 60] [--first 0.6]
 """
@@ -36,10 +38,12 @@ USER = 42
 SENTENCE = "This is one sentence of a considered answer, about as long as most. "
 
 
-async def one_reply(
-    root: Path, chars: int, streaming: bool, pacing: Pacing, n: int
-) -> tuple[float, float, int]:
-    """(seconds to first visible text, seconds to the whole reply visible, edits) for one message."""
+MODES = ("drafts", "edits", "whole")
+
+
+async def one_reply(root: Path, chars: int, mode: str, pacing: Pacing, n: int) -> tuple[float, float, int]:
+    """(seconds to first visible text, seconds to the whole reply visible, drafts + edits) for one
+    message, shown the ``mode`` way."""
     reply = (SENTENCE * (chars // len(SENTENCE) + 1))[:chars].strip()
     async with FakeTelegram() as telegram, FakeAnthropic() as anthropic:
         anthropic.pacing = pacing
@@ -51,10 +55,10 @@ async def one_reply(
             anthropic_base_url=anthropic.base_url,
             telegram_bot_token=telegram.token,
             telegram_base_url=telegram.root,
-            telegram={"poll_timeout": 1},
+            telegram={"poll_timeout": 1, "drafts": mode == "drafts"},
             allowed_users=[f"telegram:{USER}"],
             llm={"max_retries": 0},
-            delivery={"streaming": streaming},
+            delivery={"streaming": mode != "whole"},
         )  # type: ignore[call-arg]
         data.mkdir(parents=True)
         await upgrade_to_head(settings.resolved_database_url)
@@ -67,7 +71,7 @@ async def one_reply(
             while whole is None:
                 await asyncio.sleep(0.005)
                 now = time.perf_counter()
-                if first is None and telegram.sent:
+                if first is None and (telegram.sent or telegram.drafts):
                     first = now - began
                 if telegram.sent and telegram.sent[-1].plain_text == reply:
                     whole = now - began
@@ -75,7 +79,7 @@ async def one_reply(
         finally:
             await service.stop()
     assert first is not None
-    return first, whole, len(telegram.edits)
+    return first, whole, len(telegram.edits) + len(telegram.drafts)
 
 
 async def main(full: bool, tps: float, first_token: float) -> None:
@@ -83,29 +87,33 @@ async def main(full: bool, tps: float, first_token: float) -> None:
     repeats = 1 if not full else 3
     pacing = Pacing(chunk_chars=4, delay=1 / tps, first_delay=first_token)
     table = Table(
-        title=f"Time to first visible text (Telegram fake; model: {first_token:g} s, then {tps:g} tokens/s)"
+        title=f"Time to first visible text in a DM (Telegram fake; model: {first_token:g} s, "
+        f"then {tps:g} tokens/s)"
     )
-    for column in ("reply", "streamed: first text", "streamed: whole reply", "not streamed (today)", "edits"):
+    columns = ("reply", "drafts: first text", "drafts: whole", "edits: first text", "edits: whole")
+    for column in (*columns, "not streamed", "drafts / edits sent"):
         table.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         n = 0
         for chars in lengths:
-            streamed: list[tuple[float, float, int]] = []
-            whole: list[float] = []
+            runs: dict[str, list[tuple[float, float, int]]] = {mode: [] for mode in MODES}
             for _ in range(repeats):
-                n += 1
-                streamed.append(await one_reply(root, chars, True, pacing, n))
-                n += 1
-                whole.append((await one_reply(root, chars, False, pacing, n))[1])
-            first_med = statistics.median(s[0] for s in streamed)
-            done_med = statistics.median(s[1] for s in streamed)
+                for mode in MODES:
+                    n += 1
+                    runs[mode].append(await one_reply(root, chars, mode, pacing, n))
+
+            def med(mode: str, i: int, runs: dict[str, list[tuple[float, float, int]]] = runs) -> str:
+                return f"{statistics.median(r[i] for r in runs[mode]):.2f} s"
+
             table.add_row(
                 f"{chars:,} chars",
-                f"{first_med:.2f} s",
-                f"{done_med:.2f} s",
-                f"{statistics.median(whole):.2f} s",
-                str(max(s[2] for s in streamed)),
+                med("drafts", 0),
+                med("drafts", 1),
+                med("edits", 0),
+                med("edits", 1),
+                med("whole", 1),
+                f"{max(r[2] for r in runs['drafts'])} / {max(r[2] for r in runs['edits'])}",
             )
     Console().print(table)
 

@@ -29,5 +29,9 @@ class DeliveryRefused(AdapterError):
     permanent = True
 
 
+class DraftRefused(AdapterError):
+    """The platform will not show a draft in this chat; the reply is shown by edits instead."""
+
+
 class MediaError(GatewayError):
     """A file we cannot show the model; the message is one short sentence for the user."""

@@ -55,6 +55,12 @@ class TelegramSettings(BaseModel):
     """Seconds between two messages to one chat (Telegram: about one per second)."""
     rate_group_per_minute: float = Field(19.0, gt=0, le=1000)
     """Messages per minute to one group or channel (Telegram: 20)."""
+    drafts: bool = True
+    """In private chats, show a streamed reply as a draft (``sendMessageDraft``) and send it once,
+    whole, at the end, instead of a message edited while it is written."""
+    draft_refresh_seconds: float = Field(20.0, ge=0.1, le=25.0)
+    """A draft lapses about 30 s after it was last sent: it is sent again at least this often, even
+    when the text has not changed."""
 
 
 class DiscordSettings(BaseModel):

@@ -8,6 +8,11 @@ once per ``edit_interval_seconds`` per chat. A display longer than the platform'
 cut with the shared splitter (never inside a code fence or a UTF-16 pair) and continues in
 new messages.
 
+Drafts. Where the adapter shows drafts (Telegram private chats), the newest part is a draft
+instead of a message: no id, nothing to edit, sent again at least every
+``adapter.draft_refresh_seconds`` because it lapses on its own; the final pass sends it as a
+message. A draft the platform refuses turns this reply (and, in the adapter, that chat) to edits.
+
 Durability. Before the first message is posted, a ``streams`` row is opened; after every
 flush it records each message's id and text. When the turn ends, the messages are edited to
 exactly the final reply, and in ONE transaction the reply becomes an outbox row already
@@ -32,13 +37,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.llm_stream import tool_status
 from gateway.config import DeliverySettings
-from gateway.errors import AdapterError
+from gateway.errors import AdapterError, DraftRefused
 from gateway.outbound.delivery import SURPLUS, target_from_dict, target_to_dict
 from gateway.outbound.replies import PendingItem
 from gateway.platforms.base import OutboundTarget, PlatformAdapter
@@ -108,6 +114,9 @@ class LiveReply:
         self.flushes = 0
         self._broken = False
         self._closing = False
+        self._drafting = adapter.drafts(target)
+        self._drafted = False  # a draft was shown (it is no message: ``ids`` does not list it)
+        self._draft_id = secrets.randbelow(2**31 - 1) + 1  # non-zero; one per reply, so its drafts animate
         self._task = asyncio.create_task(self._run(), name=f"live reply {session_id}")
 
     # the turn's listener (synchronous, never blocking) -------------------------------------
@@ -131,7 +140,12 @@ class LiveReply:
     # showing it ----------------------------------------------------------------------------
     async def _run(self) -> None:
         while not self._broken and not self._closing:
-            await self._changed.wait()
+            if self._drafting and self._drafted:
+                # A draft lapses unless sent again: show it anew when nothing changed for a while.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), self._adapter.draft_refresh_seconds)
+            else:
+                await self._changed.wait()
             if self._closing:
                 return
             async with self._pacer.lock(self._target):
@@ -147,7 +161,8 @@ class LiveReply:
     async def _show(self, text: str, *, final: bool = False) -> None:
         """Make the messages show ``text``. While the reply grows only the newest message is edited
         (and new ones posted): earlier ones change only by their "(1/n)" numbering, which the
-        ``final`` pass sets right, so one flush is one edit however long the reply."""
+        ``final`` pass sets right, so one flush is one edit however long the reply. With drafts the
+        newest part is a draft until the ``final`` pass sends it."""
         if not text.strip() or self._broken:
             return
         parts = split_message(text, self._adapter.text_limit, measure=self._adapter.measure)
@@ -157,19 +172,15 @@ class LiveReply:
             await self._store.stream_fence_check()
         try:
             for index, part in enumerate(parts):
-                if index < len(self.ids):
-                    settled = index < len(self.ids) - 1 and index < len(parts) - 1
-                    if self._shown[index] != part and (final or not settled):
-                        await self._adapter.edit(self._target, self.ids[index], part)
-                        self._shown[index] = part
-                    continue
-                if self.stream_id is None:
-                    self.stream_id = await self._store.stream_open(
-                        session_id=self._session_id, target=target_to_dict(self._target)
-                    )
-                where = self._target if index == 0 else self._adapter.continuation(self._target)
-                self.ids.append(await self._adapter.stream_send(where, part))
-                self._shown.append(part)
+                if self._drafting and not final and index == len(parts) - 1:
+                    try:
+                        await self._adapter.draft(self._target, self._draft_id, part)
+                        self._drafted = True
+                        continue
+                    except DraftRefused as exc:
+                        _log.info("drafts refused; this reply is edited in place instead: %s", exc)
+                        self._drafting = False
+                await self._place(index, part, len(parts), final=final)
         except AdapterError as exc:
             _log.warning("streaming a reply failed; it goes out as a whole instead: %s", exc)
             self._broken = True
@@ -186,6 +197,22 @@ class LiveReply:
                 _log.warning("an earlier reply of this chat is still pending; this one goes ahead")
                 return
             await asyncio.sleep(ORDER_POLL_SECONDS)
+
+    async def _place(self, index: int, part: str, count: int, *, final: bool) -> None:
+        """Part ``index`` of ``count`` as a message: edited if already posted (and changed), else posted."""
+        if index < len(self.ids):
+            settled = index < len(self.ids) - 1 and index < count - 1
+            if self._shown[index] != part and (final or not settled):
+                await self._adapter.edit(self._target, self.ids[index], part)
+                self._shown[index] = part
+            return
+        if self.stream_id is None:
+            self.stream_id = await self._store.stream_open(
+                session_id=self._session_id, target=target_to_dict(self._target)
+            )
+        where = self._target if index == 0 else self._adapter.continuation(self._target)
+        self.ids.append(await self._adapter.stream_send(where, part))
+        self._shown.append(part)
 
     def detach(self) -> None:
         """Stop showing (the service is stopping); the open stream is left for the next start."""
@@ -222,7 +249,7 @@ class LiveReply:
     async def abandon(self, note: str) -> None:
         """The turn ended without a reply (stopped, failed): the partial message says so."""
         await self._stop_task()
-        if self.ids and not self._broken:
+        if (self.ids or self._drafted) and not self._broken:
             # What the model had written by then (more than the last edit showed), then the note.
             async with self._pacer.lock(self._target):
                 await self._pacer.wait_turn(self._target)

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Literal
 
 from agent.clock import utcnow
-from gateway.errors import AdapterError, DeliveryRefused
+from gateway.errors import AdapterError, DeliveryRefused, DraftRefused
 from gateway.platforms.pacing import RatePacer
 from gateway.wire import AttachmentKind
 
@@ -185,6 +185,21 @@ class PlatformAdapter(ABC):
     async def stream_end(self, target: OutboundTarget) -> None:
         """The streamed reply to ``target`` is complete (nothing more will be edited)."""
         return None
+
+    @property
+    def draft_refresh_seconds(self) -> float:
+        """A draft is shown again at least this often (it lapses on its own when not refreshed)."""
+        return 20.0
+
+    def drafts(self, target: OutboundTarget) -> bool:
+        """Whether a streamed reply to ``target`` is shown as a draft (a preview that is no message,
+        see :meth:`draft`) and sent as messages only when complete."""
+        return False
+
+    async def draft(self, target: OutboundTarget, draft_id: int, text: str) -> None:
+        """Show ``text`` (it fits the limit) as the draft ``draft_id``; :class:`DraftRefused` when
+        the platform will not, and then drafts are off for that chat."""
+        raise DraftRefused(f"{self.name} cannot show drafts")
 
     def continuation(self, target: OutboundTarget) -> OutboundTarget:
         """Where the second and later parts of a long reply go: the same place, not quoting again."""

@@ -92,6 +92,7 @@ class FakeTelegram:
         self.requests: list[ApiCall] = []
         self.actions: list[dict[str, Any]] = []
         self.edits: list[tuple[int | str, int, str, float]] = []  # (chat, message id, plain text, when)
+        self.drafts: list[tuple[int | str, int, str, float]] = []  # (chat, draft id, plain text, when)
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
         self.acked_offset = 0
@@ -453,6 +454,31 @@ class FakeTelegram:
                 sent.text, sent.plain_text, sent.entities = str(params.get("text", "")), plain, entities
                 sent.parse_mode = params.get("parse_mode")
         return message
+
+    async def _m_sendmessagedraft(self, params: dict[str, Any]) -> Any:
+        """A streaming preview: private chats only, a non-zero ``draft_id``, 1-4096 characters after
+        entity parsing; it is no message (no id, nothing in ``sent``) and lapses on its own."""
+        chat_id = chat_key(params.get("chat_id"))
+        chat = self._chats.get(chat_id)
+        private = chat["type"] == "private" if chat else isinstance(chat_id, int) and chat_id > 0
+        if not private:
+            raise ApiError(400, "Bad Request: TEXTDRAFT_PEER_INVALID")
+        try:
+            draft_id = int(params.get("draft_id") or 0)
+        except (TypeError, ValueError):
+            draft_id = 0
+        if draft_id == 0:
+            raise ApiError(400, "Bad Request: invalid draft_id specified")
+        text = params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ApiError(400, "Bad Request: text must be non-empty")
+        self._check_flood(chat_id)
+        plain, _ = self._render(text, params.get("parse_mode"))
+        thread = params.get("message_thread_id")
+        if thread is not None and int(thread) not in self._threads[chat_id]:
+            raise ApiError(400, "Bad Request: message thread not found")
+        self.drafts.append((chat_id, draft_id, plain, time.monotonic()))
+        return True
 
     def message_text(self, chat_id: int | str, message_id: int) -> str:
         """What one of the chat's messages shows now (after edits), as plain text."""

@@ -40,6 +40,7 @@ from gateway.platforms.base import (
     PlatformAdapter,
 )
 from gateway.platforms.pacing import RatePacer
+from gateway.platforms.telegram_bot.drafts import TelegramDrafts
 from gateway.platforms.telegram_bot.format import to_telegram_html
 from gateway.platforms.telegram_bot.inbound import PLATFORM, BotIdentity, DownloadLimits, to_inbound
 from gateway.platforms.telegram_bot.rate_limiter import rate_limiter_for
@@ -117,7 +118,7 @@ def _parseable_or_bare(item: Any) -> Any:
     return item
 
 
-class TelegramAdapter(PlatformAdapter):
+class TelegramAdapter(TelegramDrafts, PlatformAdapter):
     """A Telegram bot: inbound updates to the gateway, replies out as HTML with a plain-text fallback."""
 
     name = PLATFORM
@@ -164,6 +165,7 @@ class TelegramAdapter(PlatformAdapter):
         self._me: BotIdentity | None = None
         self._inflight: asyncio.Task[None] | None = None
         self._pacer: RatePacer | None = None
+        self._no_drafts: set[str] = set()
 
     def share_rate_limits(self, pacer: RatePacer) -> None:
         """Pace sends through ``pacer`` (every worker's Telegram sends share one set of limits);
@@ -213,6 +215,7 @@ class TelegramAdapter(PlatformAdapter):
         other = TelegramAdapter(self._token, **self._options)
         other._commands = list(self._commands)
         other._pacer = self._pacer
+        other._no_drafts = self._no_drafts
         return other
 
     async def start_sending(self) -> None:

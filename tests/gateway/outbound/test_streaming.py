@@ -35,6 +35,8 @@ from tests.process_env import clean_env, hygieia_run, sigterm_and_wait
 REALISTIC = Pacing(chunk_chars=6, delay=0.03, first_delay=0.3)  # ~200 characters a second
 ANSWER = " ".join(f"Sentence {n} of a thoughtful answer that takes a while to write." for n in range(12))
 DM_KEY = f"telegram:dm:{ALICE}"
+# A private chat edited in place (its drafts: test_streaming_drafts.py).
+EDITS = {"poll_timeout": 1, "drafts": False}
 
 
 @pytest.fixture
@@ -59,7 +61,7 @@ async def test_a_telegram_reply_is_shown_while_written_and_delivered_once(
     tmp_path: Path, db_url: str, store: Store, telegram: FakeTelegram, anthropic: FakeAnthropic
 ) -> None:
     anthropic.script(text_reply(ANSWER))
-    settings = make_settings(tmp_path, db_url, telegram, anthropic, delivery={})
+    settings = make_settings(tmp_path, db_url, telegram, anthropic, delivery={}, telegram=EDITS)
     async with serving(settings) as service:
         telegram.push_message(ALICE, "tell me everything", user_id=ALICE)
         await until(lambda: bool(telegram.sent) and telegram.sent[0].plain_text == ANSWER, within=20)
@@ -87,7 +89,9 @@ async def test_a_tool_round_shows_a_status_line_that_the_final_text_replaces(
         tool_use_reply("session_search", {"query": "budget"}, text="Let me look that up."),
         text_reply("Found it: the budget was approved."),
     )
-    settings = make_settings(tmp_path, db_url, telegram, anthropic, delivery={"edit_interval_seconds": 0.2})
+    settings = make_settings(
+        tmp_path, db_url, telegram, anthropic, delivery={"edit_interval_seconds": 0.2}, telegram=EDITS
+    )
     async with serving(settings) as service:
         telegram.push_message(ALICE, "what about the budget?", user_id=ALICE)
         await until(lambda: bool(telegram.sent) and "approved." in telegram.sent[0].plain_text, within=20)
@@ -176,6 +180,7 @@ async def test_a_crash_mid_stream_marks_the_partial_and_the_turn_is_answered_onc
                 "TELEGRAM_BOT_TOKEN": telegram.token,
                 "HYGIEIA_TELEGRAM_BASE_URL": telegram.root,
                 "HYGIEIA_TELEGRAM__POLL_TIMEOUT": "1",
+                "HYGIEIA_TELEGRAM__DRAFTS": "false",
                 "ANTHROPIC_API_KEY": "test",
                 "ANTHROPIC_BASE_URL": anthropic.base_url,
                 "HYGIEIA_ALLOWED_USERS": f"telegram:{ALICE}",

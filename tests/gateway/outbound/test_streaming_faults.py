@@ -16,7 +16,7 @@ from tests.fakes.anthropic import FakeAnthropic, text_reply
 from tests.fakes.anthropic_sse import Pacing
 from tests.fakes.telegram import FakeTelegram
 from tests.gateway.conftest import MODEL, ChatResponder
-from tests.gateway.outbound.test_streaming import ANSWER, DM_KEY, stored_reply
+from tests.gateway.outbound.test_streaming import ANSWER, DM_KEY, EDITS, stored_reply
 from tests.gateway.platforms.telegram_bot.test_telegram_service import (
     ALICE,
     REPO,
@@ -51,7 +51,9 @@ async def test_an_edit_refused_mid_stream_still_ends_with_one_complete_answer(
     tmp_path: Path, db_url: str, store: Store, telegram: FakeTelegram, anthropic: FakeAnthropic
 ) -> None:
     anthropic.script(text_reply(ANSWER))
-    settings = make_settings(tmp_path, db_url, telegram, anthropic, delivery={"edit_interval_seconds": 0.2})
+    settings = make_settings(
+        tmp_path, db_url, telegram, anthropic, delivery={"edit_interval_seconds": 0.2}, telegram=EDITS
+    )
     async with serving(settings) as service:
         telegram.push_message(ALICE, "tell me everything", user_id=ALICE)
         await until(lambda: bool(telegram.sent), within=20)
@@ -67,7 +69,9 @@ async def test_the_message_deleted_mid_stream_ends_with_one_complete_answer(
     tmp_path: Path, db_url: str, store: Store, telegram: FakeTelegram, anthropic: FakeAnthropic
 ) -> None:
     anthropic.script(text_reply(ANSWER))
-    settings = make_settings(tmp_path, db_url, telegram, anthropic, delivery={"edit_interval_seconds": 0.2})
+    settings = make_settings(
+        tmp_path, db_url, telegram, anthropic, delivery={"edit_interval_seconds": 0.2}, telegram=EDITS
+    )
     async with serving(settings) as service:
         telegram.push_message(ALICE, "tell me everything", user_id=ALICE)
         await until(lambda: bool(telegram.edits), within=20)
@@ -120,6 +124,7 @@ async def test_killed_twice_mid_stream_the_question_still_gets_exactly_one_compl
                 "TELEGRAM_BOT_TOKEN": telegram.token,
                 "HYGIEIA_TELEGRAM_BASE_URL": telegram.root,
                 "HYGIEIA_TELEGRAM__POLL_TIMEOUT": "1",
+                "HYGIEIA_TELEGRAM__DRAFTS": "false",
                 "ANTHROPIC_API_KEY": "test",
                 "ANTHROPIC_BASE_URL": anthropic.base_url,
                 "HYGIEIA_ALLOWED_USERS": f"telegram:{ALICE}",
