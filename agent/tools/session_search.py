@@ -68,9 +68,9 @@ class SessionSearchTool(Tool):
             return ToolOutput.error("query is empty: give one or more words to search for")
         # The session filter is forced here, never taken from the input: one chat never sees another's.
         # The running turn's own messages (its question, this very call) are not what is looked for.
-        filters = SearchFilters(session_id=ctx.session.id, before_id=ctx.turn_start_id)
+        # The chat's sub-agent runs (delegate) are part of its history: what they read is found too.
+        filters = SearchFilters(session_id=ctx.session.id, before_id=ctx.turn_start_id, with_delegations=True)
         hits = await ctx.store.search(query, filters, limit=limit, offset=offset)
-        hits = [h for h in hits if h.session_id == ctx.session.id]
         lines = [snapshot_line(ctx.clock)]
         if not hits:
             lines.append(
