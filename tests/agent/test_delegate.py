@@ -194,7 +194,7 @@ async def test_the_chats_session_search_finds_a_word_only_the_sub_agent_read(sql
         w.script.chat.append(tool_use_reply("session_search", {"query": RARE}))
         await w.turn("where did you see that word?")
     (found,) = [r for r in tool_results(w.script.chat_bodies[-1]) if "matches for" in r]
-    assert RARE in found and "1 matches" in found
+    assert RARE in found and "1 matches" in found and "a sub-agent's run (delegate)" in found
 
 
 async def test_another_chats_session_search_does_not_find_the_sub_agents_words(sql_store: Store) -> None:
