@@ -389,3 +389,11 @@ def extract_tagged(text: str, tag: str) -> str | None:
     # Greedy: the content itself may quote a closing tag; the real one is the last.
     match = re.search(rf"<{tag}>\n?(.*)\n</{tag}>", text, re.DOTALL)
     return match.group(1) if match else None
+
+
+SUBAGENT_SYSTEM = (
+    "You are a sub-agent: another assistant handed you one self-contained task. Nobody reads your "
+    "intermediate steps; only your final message goes back, so make it the complete result, short and "
+    "self-contained (facts, numbers, names, paths found; what you could not find). Use the tools as "
+    "needed, then answer. Do not ask questions: nobody can answer them."
+)

@@ -105,6 +105,15 @@ class ConversationStore(Protocol):
         """Persist compression bookkeeping."""
         ...
 
+    async def open_delegation(self, parent_session_id: str, *, model: str, system_prompt: str) -> str:
+        """A new session for a sub-agent run by ``parent_session_id`` (same chat, linked to it);
+        returns its id."""
+        ...
+
+    async def close_delegation(self, session_id: str, outcome: str) -> None:
+        """End a sub-agent's session and archive its messages (still searchable); idempotent."""
+        ...
+
     async def memory_list(self, scope: str, prefix: str = "/memories") -> list[MemoryEntry]:
         """Memory files under ``prefix`` (paths are normalized, start with ``/memories``)."""
         ...

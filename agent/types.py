@@ -278,6 +278,8 @@ class SearchFilters:
     state: SearchState = "all"
     before_id: int | None = None
     """Only messages with a smaller id (a search from inside a turn leaves the turn's own out)."""
+    with_delegations: bool = False
+    """With ``session_id``: the session's sub-agent runs (``delegate``) too."""
 
 
 HIT_START = "\ue000"

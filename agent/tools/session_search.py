@@ -13,8 +13,10 @@ MAX_LIMIT = 50
 MAX_OFFSET = 1_000_000_000
 
 
-def _hit_title(hit: SearchHit) -> str:
-    if hit.compacted:
+def _hit_title(hit: SearchHit, own: str) -> str:
+    if hit.session_id != own:
+        state = "a sub-agent's run (delegate)"
+    elif hit.compacted:
         state = f"archived, compaction {hit.compaction_id}" if hit.compaction_id else "archived"
     else:
         state = "active" if hit.active else "inactive"
@@ -23,15 +25,15 @@ def _hit_title(hit: SearchHit) -> str:
     return f"#{hit.message_id} [{state}] {when} {who}"
 
 
-def _hit_line(hit: SearchHit) -> str:
+def _hit_line(hit: SearchHit, own: str) -> str:
     snippet = "".join(f"⟦{text}⟧" if match else text for text, match in snippet_parts(hit.snippet))
-    return f"{_hit_title(hit)}: {snippet}"
+    return f"{_hit_title(hit, own)}: {snippet}"
 
 
-def _hit_block(hit: SearchHit) -> ContentBlock:
+def _hit_block(hit: SearchHit, own: str) -> ContentBlock:
     # Cited text is quoted back verbatim: the snippet without match markers.
     snippet = "".join(text for text, _ in snippet_parts(hit.snippet))
-    return search_result(message_source(hit.session_id, hit.message_id), _hit_title(hit), snippet)
+    return search_result(message_source(hit.session_id, hit.message_id), _hit_title(hit, own), snippet)
 
 
 SEARCH_SCHEMA: JSONObject = {
@@ -68,9 +70,9 @@ class SessionSearchTool(Tool):
             return ToolOutput.error("query is empty: give one or more words to search for")
         # The session filter is forced here, never taken from the input: one chat never sees another's.
         # The running turn's own messages (its question, this very call) are not what is looked for.
-        filters = SearchFilters(session_id=ctx.session.id, before_id=ctx.turn_start_id)
+        # The chat's sub-agent runs (delegate) are part of its history: what they read is found too.
+        filters = SearchFilters(session_id=ctx.session.id, before_id=ctx.turn_start_id, with_delegations=True)
         hits = await ctx.store.search(query, filters, limit=limit, offset=offset)
-        hits = [h for h in hits if h.session_id == ctx.session.id]
         lines = [snapshot_line(ctx.clock)]
         if not hits:
             lines.append(
@@ -82,11 +84,11 @@ class SessionSearchTool(Tool):
         length = sum(len(line) + 1 for line in lines)
         for index, hit in enumerate(hits):
             points.append(ResumePoint(length, {"query": query, "limit": limit, "offset": offset + index}))
-            line = _hit_line(hit)
+            line = _hit_line(hit, ctx.session.id)
             lines.append(line)
             length += len(line) + 1
         end = length
         if len(hits) == limit:
             lines.append(f"more may match: call session_search with offset {offset + limit}")
-        cited = tuple(_hit_block(hit) for hit in hits)
+        cited = tuple(_hit_block(hit, ctx.session.id) for hit in hits)
         return ToolOutput("\n".join(lines), resume_points=tuple(points), cited=cited, cited_end=end)

@@ -81,6 +81,7 @@ class SessionLine(_Row):
     version: Count = 1
     view_version: Count = 0
     chat_overrides: dict[str, Any] | None = None
+    parent_session_id: Id | None = None
 
 
 class CompactionLine(_Row):

@@ -427,3 +427,18 @@ class ClusterSettings(BaseModel):
     metrics_port: int | None = Field(None, ge=0, le=65535)
     """Serve this process's own ``/metrics`` (role, leadership, leases) on this port; unset: none."""
     metrics_host: str = "127.0.0.1"
+
+
+class DelegationSettings(BaseModel):
+    """The ``delegate`` tool's sub-agents (keys under ``delegation:``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    max_turns: int = Field(12, ge=1, le=200)
+    """Model calls (tool rounds) a sub-agent may make before it must stop."""
+    max_tokens: int = Field(100_000, ge=1000)
+    """Tokens (input, cache and output, added over its calls) after which no further call is made."""
+    timeout_seconds: float = Field(300.0, gt=0, le=3600)
+    model: str | None = None
+    """The sub-agents' model; unset: the chat's own."""

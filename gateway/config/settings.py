@@ -28,6 +28,7 @@ from gateway.config.sections import (
     AdminSettings,
     ChatOverride,
     ClusterSettings,
+    DelegationSettings,
     DeliverySettings,
     DiscordSettings,
     McpServerSettings,
@@ -96,6 +97,7 @@ class Settings(BaseSettings):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
+    delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     media: MediaSettings = Field(default_factory=MediaSettings)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     models: dict[str, ModelSpec] = Field(default_factory=dict)

@@ -18,6 +18,7 @@ from agent.provider import LLMProvider
 from agent.tools import ToolRegistry, default_registry
 from agent.tools.deferral import ToolDeferral
 from agent.tools.mcp_servers import McpCatalog
+from agent.tools.delegate import DelegateTool, DelegationLimits, SubAgentParts
 from agent.tools.schedule import ScheduleTool
 from gateway.cluster.election import ClusterState
 from gateway.cluster.roles import Role, check_role, runs_intake, runs_worker
@@ -109,6 +110,19 @@ def build_tools(
 def build_agent(
     settings: Settings, provider: LLMProvider, store: Store, engine: ContextEngine, tools: ToolRegistry
 ) -> AgentLoop:
+    """The chat loop; with ``delegation.enabled``, ``delegate`` joins its tools, its sub-agents
+    made of the same parts."""
+    if settings.delegation.enabled:
+        parts = SubAgentParts(
+            provider,
+            engine,
+            tools,
+            settings.llm,
+            settings.prompt_caching,
+            prices=settings.model_prices or None,
+            models=settings.models or None,
+        )
+        tools.register(DelegateTool(parts, delegation_limits(settings)))
     return AgentLoop(
         provider,
         store,
@@ -119,6 +133,11 @@ def build_agent(
         prices=settings.model_prices or None,
         models=settings.models or None,
     )
+
+
+def delegation_limits(settings: Settings) -> DelegationLimits:
+    d = settings.delegation
+    return DelegationLimits(d.max_turns, d.max_tokens, d.timeout_seconds, d.model)
 
 
 def build_delivery(

@@ -34,6 +34,8 @@ class SessionInfo:
     chat_overrides: dict[str, Any] | None = None
     """What the chat's ``overrides:`` entry set when the session began (frozen): summary_model,
     budget_tokens, and ``match`` naming the entry."""
+    parent_session_id: str | None = None
+    """The chat session whose ``delegate`` call ran this one as a sub-agent; None for a chat."""
 
     @property
     def ended(self) -> bool:

@@ -13,6 +13,7 @@ from gateway.store.audit_ops import AuditOps
 from gateway.store.cluster_ops import ClusterOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.dead_letter_ops import DeadLetterOps
+from gateway.store.delegation_ops import DelegationOps
 from gateway.store.engine_ops import EngineOps
 from gateway.store.erase_ops import EraseOps
 from gateway.store.export_ops import ExportOps
@@ -63,6 +64,7 @@ class Store(
     EngineOps,
     RateOps,
     ToolCallOps,
+    DelegationOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`; ``Store(db, clock=...)`` gives it
     this process's clock (see :class:`gateway.store.base.Repo`)."""

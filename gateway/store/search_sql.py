@@ -84,6 +84,7 @@ class Shape:
     until: bool
     before_id: bool
     state: str
+    with_delegations: bool = False
 
     @classmethod
     def of(cls, filters: SearchFilters) -> Shape:
@@ -96,6 +97,7 @@ class Shape:
             until=filters.until is not None,
             before_id=filters.before_id is not None,
             state=filters.state,
+            with_delegations=filters.with_delegations,
         )
 
 
@@ -113,6 +115,10 @@ def _filter_params(filters: SearchFilters) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
+_DELEGATED = sessions.alias("delegated")
+"""Sub-agent sessions, apart from the ``sessions`` a filter by platform or chat joins."""
+
+
 def visible(shape: Shape) -> list[ColumnElement[bool]]:
     """The rows a search may show, given which filters it has (values: :func:`_filter_params`)."""
     # Rows retired by a restore (neither active nor archived) are never shown. A pruned copy
@@ -125,7 +131,13 @@ def visible(shape: Shape) -> list[ColumnElement[bool]]:
         conditions.append(sessions.c.platform == bindparam("f_platform"))
     if shape.chat_id:
         conditions.append(sessions.c.chat_id == bindparam("f_chat_id"))
-    if shape.session_id:
+    if shape.session_id and shape.with_delegations:
+        runs = _DELEGATED.c.id
+        children = select(runs).where(_DELEGATED.c.parent_session_id == bindparam("f_session_id"))
+        conditions.append(
+            or_(messages.c.session_id == bindparam("f_session_id"), messages.c.session_id.in_(children))
+        )
+    elif shape.session_id:
         conditions.append(messages.c.session_id == bindparam("f_session_id"))
     if shape.user_id:
         conditions.append(messages.c.author_id == bindparam("f_user_id"))

@@ -8,6 +8,7 @@ query language is the SQL store's own parser (``gateway.store.search_query``).
 from __future__ import annotations
 
 import copy
+import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -55,6 +56,8 @@ class _SessionMeta:
     platform: str = ""
     chat_id: str = ""
     user_id: str | None = None
+    parent: str | None = None
+    ended: str | None = None
 
 
 def normalize_memory_path(path: str) -> str:
@@ -291,7 +294,11 @@ class InMemoryStore:
         state_ok = {"active": m.active, "archived": m.compacted, "all": m.active or m.compacted}[f.state]
         return (
             state_ok
-            and (f.session_id is None or row.session_id == f.session_id)
+            and (
+                f.session_id is None
+                or row.session_id == f.session_id
+                or (f.with_delegations and meta.parent == f.session_id)
+            )
             and (f.platform is None or meta.platform == f.platform)
             and (f.chat_id is None or meta.chat_id == f.chat_id)
             and (f.user_id is None or m.author_id == f.user_id)
@@ -299,6 +306,20 @@ class InMemoryStore:
             and (f.until is None or (m.created_at is not None and m.created_at <= f.until))
             and (f.before_id is None or (m.id is not None and m.id < f.before_id))
         )
+
+    # ---- delegations ----------------------------------------------------------------------
+
+    async def open_delegation(self, parent_session_id: str, *, model: str, system_prompt: str) -> str:
+        parent = self._sessions.get(parent_session_id, _SessionMeta())
+        child = uuid.uuid4().hex
+        self._sessions[child] = replace(parent, parent=parent_session_id, ended=None)
+        return child
+
+    async def close_delegation(self, session_id: str, outcome: str) -> None:
+        for row in self._session_rows(session_id):
+            if row.message.active:
+                row.message = replace(row.message, active=False, compacted=True)
+        self._sessions.setdefault(session_id, _SessionMeta()).ended = outcome
 
     # ---- usage and state ----------------------------------------------------------------
 

@@ -224,6 +224,9 @@ async def test_after_compaction_the_photo_is_a_placeholder_and_recall_brings_it_
         anthropic,
         context_window=8_000,
         compression={"protect_first_n": 1, "protect_last_n": 2},
+        # The window is tuned so the recall round stays under the prune point: another tool's
+        # definition (delegate) would tip it and prune the recalled picture.
+        delegation={"enabled": False},
     )
     async with serving(settings):
         telegram.push_message(ALICE, None, user_id=ALICE, photo=picture(800, 600), caption="my cat")

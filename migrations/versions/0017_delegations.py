@@ -1,0 +1,43 @@
+"""Delegations: a sub-agent's transcript is a session of its own, linked to the chat that asked.
+
+``sessions.parent_session_id`` names the session whose ``delegate`` tool call ran it (NULL for
+every chat). The sub-agent's session is ended when it finishes and its messages archived, so it
+never shows as a live chat; the parent chat's ``session_search`` and the admin search still
+find them. See docs/decisions.md ("Delegation").
+
+Revision ID: 0017_delegations
+Revises: 0014_lean_rows
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0017_delegations"
+down_revision: str | Sequence[str] | None = "0014_lean_rows"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("sessions") as batch:
+        batch.add_column(sa.Column("parent_session_id", sa.String(32), nullable=True))
+        batch.create_foreign_key(
+            "fk_sessions_parent_session_id_sessions",
+            "sessions",
+            ["parent_session_id"],
+            ["id"],
+            ondelete="CASCADE",
+        )
+        batch.create_index("ix_sessions_parent_session_id", ["parent_session_id"])
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("sessions") as batch:
+        batch.drop_index("ix_sessions_parent_session_id")
+        batch.drop_constraint("fk_sessions_parent_session_id_sessions", type_="foreignkey")
+        batch.drop_column("parent_session_id")
