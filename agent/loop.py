@@ -438,6 +438,7 @@ class AgentLoop:
             self._clock,
             tool_use_id=str(use["id"]),
             turn_start_id=turn.start_id,
+            offered=turn.tool_offer().tools,
         )
         try:
             output = await turn.tool_offer().dispatch(ctx, name, use.get("input", {}))

@@ -8,7 +8,7 @@ Tools never raise to refuse their input: they raise :class:`agent.errors.ToolErr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
@@ -31,6 +31,9 @@ class ToolContext:
     tool_use_id: str = ""
     turn_start_id: int | None = None
     """Id of the first message of the running turn (its question): what a search leaves out."""
+    offered: Mapping[str, Tool] | None = None
+    """The tools the running turn was offered, per-chat ones (MCP servers) included: a sub-agent gets
+    the same."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ never shows as a live chat; the parent chat's ``session_search`` and the admin s
 find them. See docs/decisions.md ("Delegation").
 
 Revision ID: 0017_delegations
-Revises: 0014_lean_rows
+Revises: 0016_tool_calls
 Create Date: 2026-12-02
 """
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0017_delegations"
-down_revision: str | Sequence[str] | None = "0014_lean_rows"
+down_revision: str | Sequence[str] | None = "0016_tool_calls"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -8,7 +8,7 @@ import asyncio
 import json
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +20,9 @@ from agent.llm import AnthropicProvider
 from agent.loop import AgentLoop
 from agent.prompts import SUBAGENT_SYSTEM
 from agent.settings import CompressionSettings, LLMSettings, PromptCachingSettings
-from agent.tools import FunctionTool, ToolContext, default_registry
+from agent.tools import FunctionTool, Tool, ToolContext, default_registry
 from agent.tools.delegate import DelegateTool, DelegationLimits, SubAgentParts
+from agent.tools.scope import ToolScope
 from agent.transcript import validate_messages
 from agent.types import AgentSession, ChatMessage, SearchFilters
 from gateway.store.db import Database
@@ -162,6 +163,34 @@ async def test_the_sub_agent_is_not_offered_delegate(sql_store: Store) -> None:
     sub_tools = {t["name"] for t in w.script.sub_bodies[0]["tools"]}
     assert "delegate" in chat_tools
     assert "delegate" not in sub_tools
+    assert sub_tools == chat_tools - {"delegate"}
+
+
+@dataclass(frozen=True)
+class ChatTools:
+    """Tools offered per chat, as an MCP server's are (a source beside the registered tools)."""
+
+    tools: tuple[Tool, ...]
+
+    def tools_for(self, scope: ToolScope) -> Sequence[Tool]:
+        return self.tools
+
+
+async def lookup(ctx: ToolContext, tool_input: dict[str, Any]) -> str:
+    return "page 12"
+
+
+async def test_the_sub_agent_is_offered_the_per_chat_tools_its_chat_was_offered(sql_store: Store) -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    async with wired(sql_store) as w:
+        w.loop.tools.add_source(
+            ChatTools((FunctionTool("mcp_docs_lookup", "Look a page up.", schema, lookup),))
+        )
+        delegated_read(w)
+        await w.turn("find the launch code")
+    chat_tools = {t["name"] for t in w.script.chat_bodies[0]["tools"]}
+    sub_tools = {t["name"] for t in w.script.sub_bodies[0]["tools"]}
+    assert "mcp_docs_lookup" in chat_tools
     assert sub_tools == chat_tools - {"delegate"}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.context_engine import ContextEngine
@@ -26,6 +26,7 @@ from agent.tools.base import JSONObject, Tool, ToolContext, ToolOutput
 from agent.tools.delegate.budget import BudgetedProvider, BudgetSpent
 from agent.tools.delegate.ledger import LedgerStore
 from agent.tools.registry import ToolRegistry
+from agent.tools.scope import ToolScope
 from agent.types import AgentSession, ChatMessage
 
 _log = logging.getLogger(__name__)
@@ -108,9 +109,16 @@ class DelegateTool(Tool):
         self._parts = parts
         self._limits = limits or DelegationLimits()
 
-    def _tools(self) -> ToolRegistry:
-        found = (self._parts.tools.get(name) for name in self._parts.tools.names if name != DELEGATE)
-        return ToolRegistry(tool for tool in found if tool is not None)
+    def _tools(self, ctx: ToolContext) -> ToolRegistry:
+        """The chat's registered tools and the per-chat ones its turn was offered, minus ``delegate``;
+        per-chat tools stay a source, so a large catalog is deferred for the sub-agent too."""
+        chat = self._parts.tools
+        found = (chat.get(name) for name in chat.names if name != DELEGATE)
+        registry = ToolRegistry((tool for tool in found if tool is not None), deferral=chat.deferral)
+        extra = {n: t for n, t in (ctx.offered or {}).items() if n not in chat and n != DELEGATE}
+        if extra:
+            registry.add_source(_Offered(tuple(extra.values())))
+        return registry
 
     def _session(self, ctx: ToolContext, child_id: str, model: str) -> AgentSession:
         parent = ctx.session
@@ -143,7 +151,7 @@ class DelegateTool(Tool):
             self._parts.engine,
             llm=self._parts.llm.model_copy(update={"max_tool_iterations": limits.max_turns}),
             caching=self._parts.caching,
-            tools=self._tools(),
+            tools=self._tools(ctx),
             prices=self._parts.prices,
             models=self._parts.models,
             clock=ctx.clock,
@@ -211,3 +219,14 @@ def _answer(messages: list[ChatMessage]) -> str:
         if text:
             return text
     return ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Offered:
+    """The per-chat tools a chat's turn was offered, handed on as they are (the chat's scope already
+    chose them)."""
+
+    tools: tuple[Tool, ...]
+
+    def tools_for(self, scope: ToolScope) -> Sequence[Tool]:
+        return self.tools
