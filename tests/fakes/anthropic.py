@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import itertools
 import json
+import re
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -47,6 +48,7 @@ from tests.fakes.anthropic_media import media_problems
 from tests.fakes.anthropic_search import search_result_problems
 from tests.fakes.anthropic_sse import Break, Pacing, generation_seconds, stream_response
 from tests.fakes.anthropic_thinking import shown, sign, stripped_for_counting, thinking_problems
+from tests.fakes.anthropic_version import version_problems
 
 # The nine sections agent/prompts.py asks the summarizer for (it adds "Archived" itself).
 SUMMARY_HEADINGS: tuple[str, ...] = (
@@ -79,6 +81,9 @@ class ModelLimits:
 # windows natively; Sonnet 4.5 and older answer 200k (1M only with a beta header Hygieia does
 # not send).
 MODEL_LIMITS: dict[str, ModelLimits] = {
+    "claude-fable-5-2": ModelLimits(1_000_000, 128_000),
+    "claude-fable-5-1": ModelLimits(1_000_000, 128_000),
+    "claude-fable-5": ModelLimits(1_000_000, 128_000),
     "claude-opus-5-5": ModelLimits(1_000_000, 128_000),
     "claude-sonnet-5-5": ModelLimits(1_000_000, 128_000),
     "claude-haiku-5-5": ModelLimits(1_000_000, 128_000),
@@ -103,7 +108,8 @@ MODEL_LIMITS: dict[str, ModelLimits] = {
 
 
 def _longest(model: str, keys: Iterable[str]) -> str | None:
-    matches = [key for key in keys if key in model]
+    # A key ends where a version number ends: "claude-fable-5-2" is not in "claude-fable-5-20260609".
+    matches = [key for key in keys if re.search(re.escape(key) + r"(?!\d)", model)]
     return max(matches, key=len) if matches else None
 
 
@@ -248,7 +254,7 @@ def _problems(body: Any) -> list[str]:
         return [*problems, "messages: must be a list"]
     wire = validate_wire(body["messages"], body.get("system"), body.get("tools"))
     searched = search_result_problems(str(body["model"]), body["messages"])
-    return problems + wire + media_problems(body["messages"]) + searched
+    return problems + wire + media_problems(body["messages"]) + searched + version_problems(body)
 
 
 class FakeAnthropic:
