@@ -257,6 +257,11 @@ def _problems(body: Any) -> list[str]:
     return problems + wire + media_problems(body["messages"]) + searched + version_problems(body)
 
 
+def request_problems(body: Any) -> list[str]:
+    """Why this server (and the real API at version 2026-10-21) would answer a request body 400."""
+    return _problems(body) or thinking_problems(body)
+
+
 class FakeAnthropic:
     """The fake server; see the module docstring. Use as an async context manager."""
 
@@ -415,7 +420,7 @@ class FakeAnthropic:
         body, failed = await self._receive(request, "messages")
         if failed is not None:
             return failed
-        problems = _problems(body) or thinking_problems(body)
+        problems = request_problems(body)
         if problems:
             return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
         headers = {k.lower(): v for k, v in request.headers.items()}
