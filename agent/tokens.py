@@ -40,11 +40,10 @@ MAX_SCALE = 4.0
 # Weight of a new observation in the smoothed scale: steady, yet settles within a few calls.
 CALIBRATION_ALPHA = 0.3
 # The 5.x tokenizer (Opus/Sonnet/Haiku 5 and later, Fable) counts about 30% more tokens than 4.x
-# for the same text: a new session on one starts from this scale instead of the 4.x-shaped rough
-# estimate, and its first real usage replaces it.
+# for the same text: until a session has learned its own scale, its prompt estimate uses this
+# one instead of the 4.x-shaped rough estimate.
 FIVE_X_SCALE = 1.3
 _FIVE_X = re.compile(r"claude-(?:(?:opus|sonnet|haiku)-5|fable-|mythos-)")
-SEEDED_SCALE_KEY = "token_scale_seeded"
 
 CACHE_WRITE_MULTIPLIER = {"5m": 1.25, "1h": 2.0}
 CACHE_READ_MULTIPLIER = 0.1
@@ -425,7 +424,7 @@ def prompt_tokens_from_rough(
     tools: Sequence[dict[str, Any]] | None = None,
 ) -> int:
     """:func:`estimate_prompt_tokens` for messages whose rough estimate is already known."""
-    scale = state.token_scale or 1.0
+    scale = state.token_scale or starting_scale(state.token_scale_model or "")
     last, last_rough = state.last_prompt_tokens, state.last_prompt_estimate
     if last is not None and last_rough is not None and rough >= last_rough:
         return last + math.ceil((rough - last_rough) * scale)
@@ -437,25 +436,10 @@ def starting_scale(model: str) -> float:
     return FIVE_X_SCALE if _FIVE_X.search(model.lower()) else 1.0
 
 
-def _seed(state: ContextState, model: str) -> None:
-    """Start an unlearned ``state`` at ``model``'s family scale (replaced by the first real usage)."""
-    scale = starting_scale(model)
-    if state.token_scale is None and state.last_prompt_tokens is None and scale != 1.0:
-        state.token_scale = scale
-        state.extra[SEEDED_SCALE_KEY] = True
-
-
 def bind_model(state: ContextState, model: str, *, learned: Sequence[str] = ()) -> bool:
     """Make ``state``'s calibration ``model``'s: what was learned on another model (its scale,
-    its last real prompt size, and the ``learned`` keys of ``state.extra``) is dropped, and an
-    unlearned state starts at the model family's scale (:func:`starting_scale`).
+    its last real prompt size, and the ``learned`` keys of ``state.extra``) is dropped.
     True when something was dropped."""
-    dropped = _bind(state, model, learned)
-    _seed(state, model)
-    return dropped
-
-
-def _bind(state: ContextState, model: str, learned: Sequence[str]) -> bool:
     if state.token_scale_model == model:
         return False
     if state.token_scale_model is None:
@@ -468,7 +452,6 @@ def _bind(state: ContextState, model: str, learned: Sequence[str]) -> bool:
     if not had:
         return False  # nothing learned yet: the caller records the model when it learns
     state.token_scale_model = model
-    state.extra.pop(SEEDED_SCALE_KEY, None)
     state.token_scale = None
     state.last_prompt_tokens = None
     state.last_prompt_estimate = None
@@ -488,6 +471,6 @@ def calibrate(state: ContextState, size: PromptSize, real_tokens: int) -> None:
         return
     observed = (real_tokens - size.overhead) / size.messages
     observed = min(MAX_SCALE, max(MIN_SCALE, observed))
-    previous = None if state.extra.pop(SEEDED_SCALE_KEY, False) else state.token_scale
+    previous = state.token_scale
     scale = observed if previous is None else previous + CALIBRATION_ALPHA * (observed - previous)
     state.token_scale = min(MAX_SCALE, max(MIN_SCALE, scale))

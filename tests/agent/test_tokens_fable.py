@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from agent.tokens import PromptSize, bind_model, calibrate, cost_usd, model_info, starting_scale
-from agent.types import ContextState, Usage
+from agent.tokens import (
+    PromptSize,
+    bind_model,
+    calibrate,
+    cost_usd,
+    estimate_prompt_tokens,
+    model_info,
+    starting_scale,
+)
+from agent.types import ChatMessage, ContextState, Usage
 
 FABLE = ("claude-fable-5-2", "claude-fable-5-1", "claude-fable-5")
 
@@ -63,28 +71,21 @@ def test_the_starting_scale_is_per_model_family(model: str, scale: float) -> Non
     assert starting_scale(model) == scale
 
 
-def test_a_fresh_5x_session_estimates_with_its_family_scale_before_any_usage() -> None:
-    state = ContextState()
-    bind_model(state, "claude-haiku-5-5")
-    assert state.token_scale == 1.3
-    other = ContextState()
-    bind_model(other, "claude-haiku-4-5")
-    assert other.token_scale is None
+def _prompt(model: str, state: ContextState) -> int:
+    bind_model(state, model)
+    return estimate_prompt_tokens("", [ChatMessage.user("word " * 4000)], state)
 
 
-def test_the_first_reported_usage_replaces_the_family_seed_outright() -> None:
+def test_a_fresh_5x_session_estimates_its_prompt_at_the_family_scale_before_any_usage() -> None:
+    four = _prompt("claude-haiku-4-5", ContextState())
+    five = _prompt("claude-haiku-5-5", ContextState())
+    assert five == pytest.approx(1.3 * four, rel=0.01)
+
+
+def test_a_learned_scale_replaces_the_family_scale() -> None:
     state = ContextState()
     bind_model(state, "claude-haiku-5-5")
     calibrate(state, PromptSize(messages=10_000, overhead=500), real_tokens=500 + 12_000)
     assert state.token_scale == pytest.approx(1.2)
-    calibrate(state, PromptSize(messages=10_000, overhead=500), real_tokens=500 + 15_000)
-    assert state.token_scale == pytest.approx(1.2 + 0.3 * (1.5 - 1.2))
-
-
-def test_switching_to_a_5x_model_reseeds_the_scale_for_its_family() -> None:
-    state = ContextState()
-    bind_model(state, "claude-haiku-4-5")
-    calibrate(state, PromptSize(messages=10_000, overhead=500), real_tokens=500 + 10_000)
-    assert state.token_scale == pytest.approx(1.0)
-    bind_model(state, "claude-haiku-5-5")
-    assert state.token_scale == 1.3
+    rough = _prompt("claude-haiku-4-5", ContextState())
+    assert _prompt("claude-haiku-5-5", state) == pytest.approx(1.2 * rough, rel=0.01)

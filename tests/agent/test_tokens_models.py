@@ -131,9 +131,8 @@ def test_a_calibration_learned_on_one_model_never_applies_to_another() -> None:
     )
     session = with_api_limit(_session("claude-sonnet-5-5"), state)
     assert session.context_window == 1_000_000  # 4.6's reported limit is not 5.5's
-    # 4.6's learned 1.8 is gone; 5.5 starts from its family's scale until the API reports usage.
     assert (state.token_scale, state.last_prompt_tokens, state.token_scale_model) == (
-        1.3,
+        None,
         None,
         "claude-sonnet-5-5",
     )
