@@ -38,6 +38,7 @@ from agent.tools.citable import plain_search_results
 from agent.tools.deferral import load_used_tools
 from agent.transcript import repair_tool_pairs, validate_wire
 from agent.types import AgentSession, ChatMessage, ContentBlock, ContextState, text_block
+from agent.wire_rules import version_safe
 
 _log = logging.getLogger(__name__)
 
@@ -141,6 +142,7 @@ def build_request(
         else:
             wires = [m.to_wire() for m in view]
             wires = plain_search_results(wires) if plain else wires
+        wires = version_safe(wires)
         messages = wires
         top: dict[str, str] | None = None
         if cache_ttl is not None and automatic_cache:

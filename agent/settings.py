@@ -144,7 +144,7 @@ class PromptCachingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    cache_ttl: Literal["5m", "1h", "auto"] = "5m"
+    cache_ttl: Literal["5m", "1h", "auto"] = "auto"
     mode: Literal["breakpoints", "automatic"] = "breakpoints"
     """"breakpoints": ours (system, the last message block, two more 18 blocks apart);
     "automatic": the API's own (one top-level ``cache_control``, the breakpoint moves to the

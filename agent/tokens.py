@@ -39,6 +39,11 @@ MIN_SCALE = 0.25
 MAX_SCALE = 4.0
 # Weight of a new observation in the smoothed scale: steady, yet settles within a few calls.
 CALIBRATION_ALPHA = 0.3
+# The 5.x tokenizer (Opus/Sonnet/Haiku 5 and later, Fable) counts about 30% more tokens than 4.x
+# for the same text: until a session has learned its own scale, its prompt estimate uses this
+# one instead of the 4.x-shaped rough estimate.
+FIVE_X_SCALE = 1.3
+_FIVE_X = re.compile(r"claude-(?:(?:opus|sonnet|haiku)-5|fable-|mythos-)")
 
 CACHE_WRITE_MULTIPLIER = {"5m": 1.25, "1h": 2.0}
 CACHE_READ_MULTIPLIER = 0.1
@@ -104,6 +109,8 @@ class ModelInfo:
 
     search_results: bool = True
     """Takes ``search_result`` blocks (cited search hits) in tool results."""
+    forced_tool_choice: bool = True
+    """Takes ``tool_choice`` ``any``/``tool`` (Fable 5.1 answers a 400: only ``auto``/``none``)."""
 
 
 _M = 1_000_000
@@ -131,7 +138,12 @@ MODELS: dict[str, ModelInfo] = {
         long_prompt=LongPromptPrices(100_000, 0.50, 2.50, 0.625, 1.00, 0.05),
         fixed_sampling=True,
     ),
+    "claude-fable-5-2": ModelInfo(_M, _K128, 512, 8.0, 40.0, 10.0, 16.0, 0.20, fixed_sampling=True),
+    "claude-fable-5-1": ModelInfo(
+        _M, _K128, 512, 10.0, 50.0, 12.5, 20.0, 0.25, fixed_sampling=True, forced_tool_choice=False
+    ),
     # legacy, still served
+    "claude-fable-5": ModelInfo(_M, _K128, 512, 10.0, 50.0, 12.5, 20.0, 1.00, fixed_sampling=True),
     "claude-opus-5": ModelInfo(_M, _K128, 512, 5.0, 25.0, 6.25, 10.0, 0.50, fixed_sampling=True),
     "claude-sonnet-5": ModelInfo(_M, _K128, 1024, 2.0, 10.0, 2.50, 4.0, 0.20, fixed_sampling=True),
     "claude-opus-4-8": ModelInfo(_M, _K128, 1024, 5.0, 25.0, 6.25, 10.0, 0.50),
@@ -164,8 +176,9 @@ _warned: set[str] = set()
 
 
 def _longest_match(model: str, keys: Sequence[str]) -> str | None:
+    # A key ends where a version number ends: "claude-fable-5-2" is not in "claude-fable-5-20260609".
     name = model.lower()
-    matches = [key for key in keys if key.lower() in name]
+    matches = [key for key in keys if re.search(re.escape(key.lower()) + r"(?!\d)", name)]
     return max(matches, key=len) if matches else None
 
 
@@ -413,11 +426,16 @@ def prompt_tokens_from_rough(
     tools: Sequence[dict[str, Any]] | None = None,
 ) -> int:
     """:func:`estimate_prompt_tokens` for messages whose rough estimate is already known."""
-    scale = state.token_scale or 1.0
+    scale = state.token_scale or starting_scale(state.token_scale_model or "")
     last, last_rough = state.last_prompt_tokens, state.last_prompt_estimate
     if last is not None and last_rough is not None and rough >= last_rough:
         return last + math.ceil((rough - last_rough) * scale)
     return overhead_tokens(system_prompt, tools) + math.ceil(rough * scale)
+
+
+def starting_scale(model: str) -> float:
+    """The scale a session on ``model`` starts from before the API has reported any usage."""
+    return FIVE_X_SCALE if _FIVE_X.search(model.lower()) else 1.0
 
 
 def bind_model(state: ContextState, model: str, *, learned: Sequence[str] = ()) -> bool:

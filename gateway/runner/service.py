@@ -17,8 +17,8 @@ from agent.loop import AgentLoop
 from agent.provider import LLMProvider
 from agent.tools import ToolRegistry, default_registry
 from agent.tools.deferral import ToolDeferral
-from agent.tools.mcp_servers import McpCatalog
 from agent.tools.delegate import DelegateTool, DelegationLimits, SubAgentParts
+from agent.tools.mcp_servers import McpCatalog
 from agent.tools.schedule import ScheduleTool
 from gateway.cluster.election import ClusterState
 from gateway.cluster.roles import Role, check_role, runs_intake, runs_worker

@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import itertools
 import json
+import re
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -48,6 +49,7 @@ from tests.fakes.anthropic_search import search_result_problems
 from tests.fakes.anthropic_sse import Break, Pacing, generation_seconds, stream_response
 from tests.fakes.anthropic_thinking import shown, sign, stripped_for_counting, thinking_problems
 from tests.fakes.anthropic_tool_search import as_counted, tool_search_problems
+from tests.fakes.anthropic_version import version_problems
 
 # The nine sections agent/prompts.py asks the summarizer for (it adds "Archived" itself).
 SUMMARY_HEADINGS: tuple[str, ...] = (
@@ -82,6 +84,9 @@ class ModelLimits:
 # windows natively; Sonnet 4.5 and older answer 200k (1M only with a beta header Hygieia does
 # not send).
 MODEL_LIMITS: dict[str, ModelLimits] = {
+    "claude-fable-5-2": ModelLimits(1_000_000, 128_000),
+    "claude-fable-5-1": ModelLimits(1_000_000, 128_000),
+    "claude-fable-5": ModelLimits(1_000_000, 128_000),
     "claude-opus-5-5": ModelLimits(1_000_000, 128_000),
     "claude-sonnet-5-5": ModelLimits(1_000_000, 128_000),
     "claude-haiku-5-5": ModelLimits(1_000_000, 128_000),
@@ -106,7 +111,8 @@ MODEL_LIMITS: dict[str, ModelLimits] = {
 
 
 def _longest(model: str, keys: Iterable[str]) -> str | None:
-    matches = [key for key in keys if key in model]
+    # A key ends where a version number ends: "claude-fable-5-2" is not in "claude-fable-5-20260609".
+    matches = [key for key in keys if re.search(re.escape(key) + r"(?!\d)", model)]
     return max(matches, key=len) if matches else None
 
 
@@ -261,7 +267,12 @@ def _problems(body: Any) -> list[str]:
     wire = validate_wire(body["messages"], body.get("system"), body.get("tools"))
     searched = search_result_problems(str(body["model"]), body["messages"])
     deferred = tool_search_problems(body)
-    return problems + wire + media_problems(body["messages"]) + searched + deferred
+    return problems + wire + media_problems(body["messages"]) + searched + deferred + version_problems(body)
+
+
+def request_problems(body: Any) -> list[str]:
+    """Why this server (and the real API at version 2026-10-21) would answer a request body 400."""
+    return _problems(body) or thinking_problems(body)
 
 
 class FakeAnthropic:
@@ -424,7 +435,7 @@ class FakeAnthropic:
         body, failed = await self._receive(request, "messages")
         if failed is not None:
             return failed
-        problems = _problems(body) or thinking_problems(body)
+        problems = request_problems(body)
         if problems:
             return self._error(ErrorReply(400, "invalid_request_error", problems[0]))
         headers = {k.lower(): v for k, v in request.headers.items()}

@@ -5,9 +5,9 @@ the model and the thinking text under a secret of this server); a ``redacted_thi
 block carries its text sealed in ``data`` the same way. On the way back in, every thinking
 block of an assistant message must carry a signature that verifies for the REQUEST's model
 and text: a missing one, a modified block, or a block replayed to another model is a 400, as
-the API answers. The 5.x models refuse manual extended thinking (``thinking.type``
-"enabled" with a budget) and non-default sampling (temperature, top_p, top_k); Opus 5.5
-cannot have thinking disabled.
+the API answers. The 5.x models (Fable included) refuse manual extended thinking
+(``thinking.type`` "enabled" with a budget) and non-default sampling (temperature, top_p,
+top_k); Opus 5.5, Sonnet 5.5 and the Fable models cannot have thinking disabled.
 
 The API strips thinking blocks of earlier turns from the prompt (they do not count against the
 window): :func:`stripped_for_counting` is what the fake counts and caches.
@@ -23,8 +23,9 @@ from typing import Any
 
 _SECRET = b"fake-anthropic-thinking"
 # The models that take only adaptive thinking and default sampling: every 5.x name.
-_FIVE = re.compile(r"claude-(?:opus|sonnet|haiku)-5(?:-|$)")
-_ALWAYS_THINKS = ("claude-opus-5-5", "claude-sonnet-5-5")
+_FIVE = re.compile(r"claude-(?:(?:opus|sonnet|haiku)-5(?:-|$)|fable-|mythos-)")
+# Adaptive thinking always on: "disabled" is a 400 (and "enabled" on every 5.x model).
+_ALWAYS_THINKS = ("claude-opus-5-5", "claude-sonnet-5-5", "claude-fable-", "claude-mythos-")
 # Where the text between tool calls comes back in thinking blocks whose text is empty unless
 # the request asks for ``"display": "summarized"``.
 _OMITS_BY_DEFAULT = ("claude-opus-5-5", "claude-sonnet-5-5")
@@ -83,7 +84,11 @@ def thinking_problems(body: dict[str, Any]) -> list[str]:
                 f"thinking.type.enabled: manual extended thinking is not supported on {model}; "
                 "use thinking.type.adaptive"
             )
-        if isinstance(thinking, dict) and thinking.get("type") == "disabled" and model in _ALWAYS_THINKS:
+        if (
+            isinstance(thinking, dict)
+            and thinking.get("type") == "disabled"
+            and any(name in model for name in _ALWAYS_THINKS)
+        ):
             problems.append(f"thinking: cannot be disabled on {model}")
         temperature = body.get("temperature")
         if temperature is not None and temperature != DEFAULT_TEMPERATURE:

@@ -93,8 +93,15 @@ async def test_doctor_shows_window_and_budget_of_a_known_model() -> None:
     assert "claude-sonnet-5-5: window 1,000,000, budget 200,000" in checks["models"].detail
 
 
-async def test_doctor_recommends_auto_caching_on_the_default() -> None:
+async def test_the_default_caching_policy_is_auto() -> None:
     checks = {c.name: c for c in await run_checks(load_settings(), contact_endpoints=False)}
+    assert checks["prompt caching"].status == "ok"
+    assert checks["prompt caching"].detail == "cache_ttl auto, breakpoints"
+
+
+async def test_doctor_recommends_auto_caching_on_a_fixed_ttl() -> None:
+    settings = load_settings(prompt_caching={"cache_ttl": "5m"})
+    checks = {c.name: c for c in await run_checks(settings, contact_endpoints=False)}
     assert checks["prompt caching"].status == "ok"
     assert checks["prompt caching"].detail.startswith("cache_ttl 5m, breakpoints; cache_ttl: auto")
 
