@@ -23,6 +23,7 @@ from gateway.admin.api import (
 )
 from gateway.admin.charts import context_chart
 from gateway.admin.errors import BadRequest, utc_time
+from gateway.admin.sub_agents import sub_agent_runs
 from gateway.admin.tool_calls import tool_calls_table
 from gateway.store.find_ops import SessionSort
 from gateway.store.repository import Store
@@ -122,7 +123,10 @@ def page_router(store: Store) -> APIRouter:
                 compactions=compactions,
                 chart=chart,
                 runs=await store.session_strategy_runs(info.id),
-                tools=tool_calls_table(await store.session_tool_calls(info.id)),
+                tools=tool_calls_table(await store.session_tool_calls(info.id))
+                + sub_agent_runs(
+                    info, [await store.get_session(i) for i in await store.delegations(info.id)]
+                ),
                 refusals=await store.session_refusals(info.id),
                 page=await store.messages_page(info.id, offset=offset, limit=TRANSCRIPT_PAGE),
                 limit=TRANSCRIPT_PAGE,
