@@ -61,9 +61,7 @@ class SessionRow(Base):
     # What the chat's `overrides:` entry set when the session began, frozen (migration 0009).
     chat_overrides: Mapped[dict[str, Any] | None] = mapped_column(Json)
     # The chat whose ``delegate`` call ran this session as a sub-agent (migration 0017); NULL for chats.
-    parent_session_id: Mapped[str | None] = mapped_column(
-        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
-    )
+    parent_session_id: Mapped[str | None] = mapped_column(String(32), index=True)
 
     __mapper_args__ = {"version_id_col": version}  # noqa: RUF012 (SQLAlchemy reads it once)
     __table_args__ = (

@@ -24,20 +24,13 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("sessions") as batch:
-        batch.add_column(sa.Column("parent_session_id", sa.String(32), nullable=True))
-        batch.create_foreign_key(
-            "fk_sessions_parent_session_id_sessions",
-            "sessions",
-            ["parent_session_id"],
-            ["id"],
-            ondelete="CASCADE",
-        )
-        batch.create_index("ix_sessions_parent_session_id", ["parent_session_id"])
+    # A plain indexed column, no foreign key: SQLite adds it in place (a batch copy of `sessions`
+    # would rebuild the table every search view and trigger names, locked mid-migration and slow on
+    # a big archive), and sessions are never deleted, so nothing can dangle.
+    op.add_column("sessions", sa.Column("parent_session_id", sa.String(32), nullable=True))
+    op.create_index("ix_sessions_parent_session_id", "sessions", ["parent_session_id"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("sessions") as batch:
-        batch.drop_index("ix_sessions_parent_session_id")
-        batch.drop_constraint("fk_sessions_parent_session_id_sessions", type_="foreignkey")
-        batch.drop_column("parent_session_id")
+    op.drop_index("ix_sessions_parent_session_id", table_name="sessions")
+    op.drop_column("sessions", "parent_session_id")

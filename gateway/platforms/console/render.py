@@ -19,7 +19,7 @@ from rich.table import Table
 
 # "Context: 1,262 tokens (0.6%) of the 200,000-token budget (window 1,000,000)"
 _HEADER = re.compile(r"^Context: ([\d,]+) tokens \([\d.]+%\) of (?:the )?([\d,]+)[- ]token")
-_ROW = re.compile(r"^(\w+)\s+[█░]+\s+([\d,]+)\s+([\d.]+)%$")
+_ROW = re.compile(r"^(\w+(?: \w+)?)\s+[█░]+\s+([\d,]+)\s+([\d.]+)%$")
 BAR = 12
 
 
