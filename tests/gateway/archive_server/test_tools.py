@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import Any
 
 from mcp import Client, StdioServerParameters
 
+from gateway.store.db import Database
+from gateway.store.repository import Store
 from tests.gateway.archive_server.conftest import RARE_WORD, Archive, answer, error_text
 
 
@@ -89,3 +92,40 @@ async def test_a_malformed_query_finds_nothing_instead_of_failing(archive: Archi
     async with _client(archive) as client:
         found = answer(await client.call_tool("search_sessions", {"query": '"unclosed ((( -'}))
     assert found["hits"] == []
+
+
+async def test_search_applies_the_admin_filters(archive: Archive) -> None:
+    wanted = {"query": RARE_WORD, "session": archive.session_id[:8]}
+    async with _client(archive) as client:
+        console = answer(await client.call_tool("search_sessions", {**wanted, "platform": "console"}))
+        telegram = answer(await client.call_tool("search_sessions", {**wanted, "platform": "telegram"}))
+        before = answer(await client.call_tool("search_sessions", {**wanted, "until": "2000-01-01"}))
+        other_user = answer(await client.call_tool("search_sessions", {**wanted, "user": "bob"}))
+    assert [h["message_id"] for h in console["hits"]] == [archive.ids[0]]
+    assert telegram["hits"] == before["hits"] == other_user["hits"] == []
+
+
+async def _more_sessions(url: str, count: int) -> list[str]:
+    db = Database(url)
+    await db.connect()
+    try:
+        store = Store(db)
+        made = []
+        for i in range(count):
+            info = await store.get_or_create_session(
+                f"console:c{i}", platform="console", chat_id=f"c{i}", system_prompt="sys", model="m"
+            )
+            made.append(info.id)
+        return made
+    finally:
+        await db.dispose()
+
+
+async def test_a_start_of_id_several_sessions_share_is_a_tool_error_naming_them(archive: Archive) -> None:
+    # 17 ids over 16 hex digits: two share their first character.
+    ids = [archive.session_id, *await _more_sessions(archive.env["HYGIEIA_DATABASE_URL"], 16)]
+    first = Counter(i[0] for i in ids).most_common(1)[0][0]
+    async with _client(archive) as client:
+        text = error_text(await client.call_tool("read_session", {"session": first}))
+    assert f"sessions have ids starting with '{first}'; give more of it:" in text
+    assert all(i in text for i in ids if i.startswith(first))
