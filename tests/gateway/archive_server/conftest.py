@@ -7,17 +7,22 @@ import asyncio
 import json
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from agent.types import ChatMessage, CompactionPlan, Insertion
 from gateway.store.db import Database
 from gateway.store.repository import Store
 from tests.process_env import clean_env
+from tests.store.engines import POSTGRES_URL
 
 RARE_WORD = "quetzalcoatlus"
 TOKEN = "archive-token-" + "x" * 24
@@ -71,18 +76,45 @@ async def _seed(url: str) -> tuple[str, list[int]]:
         await db.dispose()
 
 
-@pytest.fixture
-def archive(tmp_path: Path) -> Archive:
-    env = clean_env()
-    env["HYGIEIA_DATA_DIR"] = str(tmp_path / "data")
-    url = f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hygieia.db'}"
-    env["HYGIEIA_DATABASE_URL"] = url
+def _filled(env: dict[str, str], url: str) -> Archive:
+    env = {**env, "HYGIEIA_DATABASE_URL": url}
     migrated = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "migrate"], env=env, capture_output=True, text=True, timeout=120
     )
     assert migrated.returncode == 0, migrated.stderr
     session_id, ids = asyncio.run(_seed(url))
     return Archive(env=env, session_id=session_id, ids=ids)
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = clean_env()
+    env["HYGIEIA_DATA_DIR"] = str(tmp_path / "data")
+    return env
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Archive:
+    """The archive on SQLite, in the data directory."""
+    return _filled(_env(tmp_path), f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hygieia.db'}")
+
+
+@pytest.fixture
+def pg_archive(tmp_path: Path) -> Iterator[Archive]:
+    """The archive on PostgreSQL, in a schema of its own (dropped afterwards)."""
+    if POSTGRES_URL is None:
+        pytest.skip("HYGIEIA_TEST_POSTGRES_URL not set")
+    schema = f"archive_{uuid.uuid4().hex[:12]}"
+    sync_url = make_url(POSTGRES_URL)
+    engine = create_engine(sync_url)
+    with engine.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        url = sync_url.update_query_dict({"options": f"-csearch_path={schema}"})
+        yield _filled(_env(tmp_path), url.render_as_string(False))
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()
 
 
 def answer(result: types.CallToolResult) -> dict[str, Any]:

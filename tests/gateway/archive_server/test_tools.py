@@ -37,6 +37,16 @@ async def test_search_finds_a_word_only_an_archived_message_holds(archive: Archi
     assert f"[{RARE_WORD}]" in hits[0]["snippet"]
 
 
+async def test_search_pages_and_neighbours_work_on_postgresql(pg_archive: Archive) -> None:
+    async with _client(pg_archive) as client:
+        found = answer(await client.call_tool("search_sessions", {"query": RARE_WORD}))
+        page = answer(await client.call_tool("read_session", {"session": pg_archive.session_id[:8]}))
+        near = answer(await client.call_tool("get_message", {"message_id": pg_archive.ids[6]}))
+    assert [(h["message_id"], h["state"]) for h in found["hits"]] == [(pg_archive.ids[0], "archived")]
+    assert page["total"] == len(pg_archive.ids) + 1 and page["messages"][0]["state"] == "archived"
+    assert [m["id"] for m in near["messages"]] == pg_archive.ids[3:10]
+
+
 async def test_search_with_state_active_leaves_the_archived_word_out(archive: Archive) -> None:
     async with _client(archive) as client:
         found = answer(await client.call_tool("search_sessions", {"query": RARE_WORD, "state": "active"}))
