@@ -14,6 +14,7 @@ from agent.errors import ConfigError
 from gateway.cli.bench import bench_command
 from gateway.cli.common import err, out, run_async, safe_url, settings_or_exit
 from gateway.cli.doctor import doctor_command
+from gateway.cli.mcp_serve import mcp_app
 from gateway.cli.sessions import sessions_app
 from gateway.store.migrate import current_revision, pending_revisions, upgrade_to
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 admin_app = typer.Typer(help="The admin HTTP API and page.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(admin_app, name="admin")
+app.add_typer(mcp_app, name="mcp")
 app.command(
     "doctor",
     help="Check config, database, tokens and endpoints; print what is wrong (exit 1 when something must be "

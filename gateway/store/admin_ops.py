@@ -112,6 +112,14 @@ class AdminOps(Repo):
                 page = [to_message(r) for r in (await s.execute(stmt)).mappings()]
         return MessagePage(messages=page, total=total, offset=offset)
 
+    async def session_of_message(self, message_id: int) -> str:
+        """The id of the session a message belongs to; NotFound if there is no such message."""
+        async with self._tx(write=False) as s:
+            found = await s.scalar(select(messages.c.session_id).where(messages.c.id == message_id))
+        if found is None:
+            raise NotFound(f"no message {message_id}")
+        return str(found)
+
     async def message_position(self, session_id: str, message_id: int) -> int:
         """How many rows of the session (any state) come before the message; NotFound if not there."""
         m = messages
