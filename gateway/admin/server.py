@@ -41,15 +41,14 @@ class _Server(uvicorn.Server):
         yield
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, label: str, port_setting: str) -> socket.socket:
     """A listening socket; failing here (port taken, bad address) is one clear error, not uvicorn's exit."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         return socket.create_server((host, port), family=family)
     except OSError as exc:
         raise ConfigError(
-            f"admin: cannot listen on {host}:{port} ({exc.strerror or exc}); "
-            "choose another --port or HYGIEIA_ADMIN__PORT"
+            f"{label}: cannot listen on {host}:{port} ({exc.strerror or exc}); choose another {port_setting}"
         ) from None
 
 
@@ -69,7 +68,10 @@ class AdminServer:
         port: int,
         grace_seconds: float = GRACE_SECONDS,
         trusted_proxies: Sequence[str] = (),
+        label: str = "admin API",
+        port_setting: str = "--port or HYGIEIA_ADMIN__PORT",
     ) -> None:
+        self._label, self._port_setting = label, port_setting
         self._config = uvicorn.Config(
             app,
             # uvicorn would take X-Forwarded-For from 127.0.0.1 by default: any local process could
@@ -105,7 +107,7 @@ class AdminServer:
     async def start(self) -> None:
         if self._task is not None:
             raise HygieiaError("AdminServer already started")
-        sock = _listen(self._host, self._port)
+        sock = _listen(self._host, self._port, self._label, self._port_setting)
         self._bound_port = int(sock.getsockname()[1])
         self._server = _Server(self._config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="admin-server")
@@ -114,7 +116,7 @@ class AdminServer:
                 await self._task  # raises what stopped it
                 raise HygieiaError("the admin server stopped while starting")
             await asyncio.sleep(0.01)
-        _log.info("admin API listening on http://%s:%d", self._host, self._bound_port)
+        _log.info("%s listening on http://%s:%d", self._label, self._host, self._bound_port)
 
     async def stop(self) -> None:
         if self._server is None or self._task is None:
@@ -124,7 +126,7 @@ class AdminServer:
             await self._task
         finally:
             self._server, self._task = None, None
-            _log.info("admin API stopped")
+            _log.info("%s stopped", self._label)
 
     async def __aenter__(self) -> AdminServer:
         await self.start()

@@ -5,6 +5,7 @@ Read once, into one :class:`Settings`, and passed down. ``sections`` holds one m
 ``loading`` the one function that builds it with a one-line error.
 """
 
+from gateway.config.doors import ApiSettings
 from gateway.config.loading import load_settings
 from gateway.config.sections import (
     DEFAULT_SYSTEM_PROMPT,
@@ -36,6 +37,7 @@ __all__ = [
     "SECRET_ENV",
     "SECRET_FIELDS",
     "AdminSettings",
+    "ApiSettings",
     "ChatOverride",
     "ClusterSettings",
     "DeliverySettings",

@@ -24,6 +24,7 @@ from agent.settings import (
     ModelSpec,
     PromptCachingSettings,
 )
+from gateway.config.doors import ApiSettings
 from gateway.config.sections import (
     AdminSettings,
     ChatOverride,
@@ -86,6 +87,8 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     transcription_api_key: SecretStr | None = None
     """``HYGIEIA_TRANSCRIPTION_API_KEY``: the bearer key of ``media.transcription.url``."""
+    api_keys: SecretStr | None = None
+    """``HYGIEIA_API_KEYS``: the OpenAI-compatible API's keys, comma-separated ``name=key`` pairs."""
 
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
@@ -96,6 +99,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     media: MediaSettings = Field(default_factory=MediaSettings)

@@ -30,6 +30,7 @@ SECRET_FIELDS = (
     "discord_bot_token",
     "admin_token",
     "transcription_api_key",
+    "api_keys",
 )
 SECRET_ENV: dict[tuple[str, ...], str] = {
     ("anthropicapikey",): "ANTHROPIC_API_KEY",
@@ -37,6 +38,7 @@ SECRET_ENV: dict[tuple[str, ...], str] = {
     ("discordbottoken",): "DISCORD_BOT_TOKEN",
     ("admintoken",): "HYGIEIA_ADMIN_TOKEN",
     ("transcriptionapikey",): "HYGIEIA_TRANSCRIPTION_API_KEY",
+    ("apikeys",): "HYGIEIA_API_KEYS",
     ("telegram", "webhooksecret"): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
     ("telegramwebhooksecret",): "HYGIEIA_TELEGRAM__WEBHOOK_SECRET",
 }
@@ -49,6 +51,7 @@ SECRET_OWNERS: tuple[tuple[str, str], ...] = (
     ("admin", "HYGIEIA_ADMIN_TOKEN"),
     ("anthropic", "ANTHROPIC_API_KEY"),
     ("claude", "ANTHROPIC_API_KEY"),
+    ("api", "HYGIEIA_API_KEYS"),
 )
 """A secret-looking key that is not one of ours, by the word in its path that says whose it is, and
 the env var that secret is read from (first word found wins: ``telegram.webhook_token`` is the
@@ -154,8 +157,8 @@ def looks_secret(path: tuple[str, ...]) -> bool:
     last = _compact(path[-1])
     if last.endswith(_SECRET_ENDINGS):
         return True
-    # No setting's name ends in "key": one that does and names a service (anthropic_key) is its key.
-    return last.endswith("key") and (len(path) > 1 or secret_env_for(path) is not None)
+    # No setting's name ends in "key(s)": one that does and names a service (anthropic_key) is its key.
+    return last.endswith(("key", "keys")) and (len(path) > 1 or secret_env_for(path) is not None)
 
 
 def secret_env_for(path: tuple[str, ...]) -> str | None:

@@ -207,3 +207,29 @@ def test_server_side_strategy_keys_load_from_yaml(monkeypatch: pytest.MonkeyPatc
     )
     with pytest.raises(ConfigError):
         load_settings(compression={"server_compaction": "sometimes"})
+
+
+def test_the_api_listener_defaults_to_loopback_port_8642() -> None:
+    settings = load_settings()
+    assert (settings.api.host, settings.api.port) == ("127.0.0.1", 8642)
+    assert settings.api_keys is None
+
+
+def test_the_api_listener_and_keys_come_from_their_env_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HYGIEIA_API__HOST", "0.0.0.0")
+    monkeypatch.setenv("HYGIEIA_API__PORT", "9100")
+    monkeypatch.setenv("HYGIEIA_API_KEYS", "laptop=" + "k" * 24)
+    settings = load_settings()
+    assert (settings.api.host, settings.api.port) == ("0.0.0.0", 9100)
+    assert settings.api_keys is not None and settings.api_keys.get_secret_value().startswith("laptop=")
+
+
+@pytest.mark.parametrize("yaml", ["api_keys: laptop=kkkkkkkkkkkkkkkkkkkkkkkk\n", "api:\n  keys: x=y\n"])
+def test_api_keys_in_the_yaml_file_are_refused_naming_their_env_var(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, yaml: str
+) -> None:
+    config = tmp_path / "hygieia.yaml"
+    config.write_text(yaml)
+    monkeypatch.setenv("HYGIEIA_CONFIG", str(config))
+    with pytest.raises(ConfigError, match="set HYGIEIA_API_KEYS in the environment"):
+        load_settings()
