@@ -66,8 +66,10 @@ async def test_one_leader_polls_and_a_standby_takes_over_when_it_dies(
 
         await crash(first)
         died = time.monotonic()
+        # The bound is the lease's TTL plus one retry period, with slack for a loaded CI machine
+        # (two test workers on two cores once measured 4.54 s against a 4.5 s bound).
         while not second_state.leading():
-            assert time.monotonic() - died < TTL + TTL / 4 + 2.0, "no takeover within the bound"
+            assert time.monotonic() - died < TTL + TTL / 4 + 4.0, "no takeover within the bound"
             await asyncio.sleep(0.05)
         fake.push_message(1, "after", user_id=1)
         await inbox.wait_for(2)

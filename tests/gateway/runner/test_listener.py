@@ -10,7 +10,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from agent.errors import ConfigError, HygieiaError
-from gateway.platforms.listener import DoorListener
+from gateway.runner.listener import DoorListener
 
 
 def _app(word: str) -> Starlette:
