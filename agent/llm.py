@@ -23,6 +23,7 @@ import anthropic
 import httpx2
 
 from agent.bounded_body import BodyTooLarge, BodyUndecodable, bounding_hook
+from agent.cache_diagnostics import read_reason
 from agent.errors import (
     AuthenticationFailed,
     ContextOverflow,
@@ -239,6 +240,9 @@ class AnthropicProvider:
         params["max_tokens"] = request.max_tokens
         if request.compaction is not None:
             params["compaction"] = request.compaction
+        if request.diagnostics is not None:
+            # GA, no beta header: the API fingerprints this request under its response id.
+            params["diagnostics"] = request.diagnostics
         extra: dict[str, Any] = {}
         if request.cache_control is not None:
             # Automatic caching: one top-level marker, the API places (and moves) the breakpoint.
@@ -439,6 +443,8 @@ class AnthropicProvider:
             applied_edits=applied,
             iterations=iterations,
             stop_details=details if isinstance(details := message.get("stop_details"), dict) else None,
+            id=found if isinstance(found := message.get("id"), str) else None,
+            cache_miss=read_reason(message.get("diagnostics")),
         )
 
     async def count_tokens(self, request: LLMRequest) -> int | None:

@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
+from agent.cache_diagnostics import diagnosed, learned
 from agent.clock import Clock, utcnow
 from agent.compaction import WhenSlow, compact, learn_api_limit, with_api_limit
 from agent.context_engine import ContextEngine
@@ -347,7 +348,8 @@ class AgentLoop:
 
     async def _create(self, turn: Turn, request: LLMRequest) -> LLMResponse:
         """One call: streamed to the turn's listener when there is one and the provider can."""
-        listener = turn.listener
+        request, turn.cause = diagnosed(request, turn.state, turn.view)
+        turn.sent, listener = request, turn.listener
         if listener is None or not isinstance(self._provider, StreamingProvider):
             return await self._provider.create(request)
         listener.call_started()
@@ -379,11 +381,8 @@ class AgentLoop:
             if response.billed
             else 0.0
         )
-        records = [
-            UsageRecord(
-                model=model, purpose="chat", usage=usage, cost_usd=cost, estimated=response.estimated_usage
-            )
-        ]
+        check = learned(turn.state, turn.sent, turn.view, response, turn.cause) if turn.sent else None
+        records = [UsageRecord(model, "chat", usage, cost, response.estimated_usage, check)]
         compacting = response.compaction_usage
         if compacting is not None:
             # A compaction inside the call is billed in usage.iterations, apart from the reply.

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.cache_diagnostics import Cause
 from agent.compaction import WhenSlow
 from agent.llm_stream import TurnListener
+from agent.provider import LLMRequest
 from agent.tools.registry import ToolOffer
 from agent.types import (
     AgentSession,
@@ -69,6 +71,10 @@ class Turn:
     refusal: str | None = None
     offer: ToolOffer | None = None
     """The tools behind :attr:`tools`, which the turn's tool calls dispatch to."""
+    sent: LLMRequest | None = None
+    """The last request sent, as sent (with its ``diagnostics``)."""
+    cause: Cause = "none"
+    """Our own part in a cache miss of :attr:`sent` (see :mod:`agent.cache_diagnostics`)."""
 
     def tool_offer(self) -> ToolOffer:
         if self.offer is None:

@@ -35,6 +35,8 @@ class LLMRequest:
     betas: tuple[str, ...] = ()
     fallbacks: str | None = None
     """The API's ``fallbacks`` field (server-side fallback beta); None: not sent."""
+    diagnostics: dict[str, str | None] | None = None
+    """The ``diagnostics`` field (``previous_message_id``: cache diagnostics); None: not sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,10 @@ class LLMResponse:
     """``usage.iterations``: a server-side compaction's own call is here, not in ``usage``."""
     stop_details: dict[str, Any] | None = None
     """Why the model stopped, when the API says (a refusal's ``category`` and ``explanation``)."""
+    id: str | None = None
+    """The response's ``id`` (``msg_...``): what the next call names as its previous message."""
+    cache_miss: tuple[str, int | None] | None = None
+    """``diagnostics.cache_miss_reason``: its type and missed tokens (None: no divergence named)."""
 
     @property
     def compaction_usage(self) -> Usage | None:

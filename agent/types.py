@@ -160,6 +160,18 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheCheck:
+    """What cache diagnostics said of one chat call: the API's miss reason (None: the prefix
+    was reused, or nothing to compare), the tokens it says were missed, and our own part in it
+    (``cause``: compaction, catalog, model, new_session or none; ``ours``: a miss we made)."""
+
+    reason: str | None
+    missed_tokens: int | None
+    cause: str
+    ours: bool
+
+
+@dataclass(frozen=True, slots=True)
 class UsageRecord:
     """One API call's usage as stored (one row of the ``usage`` table)."""
 
@@ -168,6 +180,8 @@ class UsageRecord:
     usage: Usage
     cost_usd: float
     estimated: bool = False
+    cache: CacheCheck | None = None
+    """A chat call's cache diagnostics (None for calls that do not carry them)."""
 
 
 @dataclass(frozen=True, slots=True)

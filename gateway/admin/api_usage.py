@@ -24,6 +24,8 @@ def line_json(line: UsageLine) -> dict[str, Any]:
         "output": line.output,
         "cost_usd": round(line.cost_usd, 6),
         "cache_hit_ratio": round(line.cache_hit_ratio, 4),
+        # The same figure under the name the cache diagnostics docs use (reads over all prompt tokens).
+        "cache_read_share": round(line.cache_hit_ratio, 4),
     }
 
 

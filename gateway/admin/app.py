@@ -114,7 +114,9 @@ def create_app(
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:
-        body = metrics.render(await store.store_totals(), await store.strategy_totals())
+        body = metrics.render(
+            await store.store_totals(), await store.strategy_totals(), await store.cache_misses()
+        )
         body += await scheduler_metrics(store)
         body += await cluster_metrics(store)
         body += await tool_call_metrics(store)

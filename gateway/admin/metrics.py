@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import get_args
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from agent.types import Trigger
 from gateway.store.admin_ops import StoreTotals
+from gateway.store.cache_ops import MissLabels
 from gateway.store.engine_ops import StrategyTotals
 
 # Every built-in strategy is exported even before it first runs, so a dashboard's series exist.
@@ -23,6 +27,25 @@ KNOWN_STRATEGIES = (
 )
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class _CacheMisses(Collector):
+    """``hygieia_cache_misses_total{reason,cause,ours}``: a counter read off the usage rows (they
+    are only ever added), as of the last :meth:`AdminMetrics.render`."""
+
+    def __init__(self) -> None:
+        self.counts: Mapping[MissLabels, int] = {}
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "hygieia_cache_misses",
+            "Chat calls whose cached prefix missed, by the API's reason, our own cause "
+            "(compaction, catalog, model, new_session, none) and whether the miss was ours.",
+            labels=["reason", "cause", "ours"],
+        )
+        for (reason, cause, ours), n in sorted(self.counts.items()):
+            family.add_metric([reason, cause, "true" if ours else "false"], n)
+        yield family
 
 
 class AdminMetrics:
@@ -68,7 +91,16 @@ class AdminMetrics:
             registry=self.registry,
         )
 
-    def render(self, totals: StoreTotals, strategies: StrategyTotals | None = None) -> bytes:
+        self._misses = _CacheMisses()
+        self.registry.register(self._misses)
+
+    def render(
+        self,
+        totals: StoreTotals,
+        strategies: StrategyTotals | None = None,
+        misses: Mapping[MissLabels, int] | None = None,
+    ) -> bytes:
+        self._misses.counts = dict(misses or {})
         self._sessions.labels(state="current").set(totals.sessions_current)
         self._sessions.labels(state="ended").set(totals.sessions_ended)
         self._messages.labels(state="active").set(totals.messages_active)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from agent.types import ChatMessage, CompactionRecord
 from gateway.admin.page import _pager, esc, layout, money, percent, when
 from gateway.store.admin_ops import MessagePage
+from gateway.store.cache_ops import CacheMissRow
 from gateway.store.engine_ops import SessionStrategyRuns, strategy_overview
 from gateway.store.records import SessionInfo
 from gateway.store.usage_ops import UsageLine, UsageReport
@@ -29,6 +30,7 @@ def session_page(
     runs: Sequence[SessionStrategyRuns] = (),
     tools: str = "",
     refusals: dict[str, int] | None = None,
+    misses: Sequence[CacheMissRow] = (),
     page: MessagePage,
     limit: int,
     target: int | None = None,
@@ -47,6 +49,7 @@ def session_page(
         + (f" · ended {when(info.ended_at)} ({esc(info.end_reason or '')})" if info.ended_at else "")
         + _refusals(refusals or {})
         + "</p>"
+        + cache_line(total, misses)
     )
     pager = _pager(
         f"/sessions/{info.id}",
@@ -69,6 +72,24 @@ def session_page(
         + transcript(page.messages, compactions, target=target)
         + pager,
         notice=notice,
+    )
+
+
+def cache_line(total: UsageLine, misses: Sequence[CacheMissRow]) -> str:
+    """The session's cache read share and its latest cache misses, each with our part in it
+    (an expected miss of ours, or waste)."""
+    shown = "".join(
+        f"<li>{when(m.at)} <b>{esc(m.reason)}</b> · cause {esc(m.cause)} · "
+        f"{'ours (expected)' if m.ours else 'not ours (waste)'}"
+        + (f" · {m.missed_tokens:,} tokens missed" if m.missed_tokens is not None else "")
+        + "</li>"
+        for m in misses
+    )
+    last = f'<ul class="misses">{shown}</ul>' if misses else ""
+    return (
+        f'<p class="cache">Cache read share {percent(total.cache_hit_ratio)} '
+        f"({total.cache_read:,} of {total.prompt:,} prompt tokens read from cache). "
+        f"{'Last cache misses:' if misses else 'No cache miss recorded.'}</p>{last}"
     )
 
 
@@ -103,7 +124,7 @@ def usage_table(
         f"<tr><th>{esc(first)}</th>"
         + "".join(
             f'<th class="n">{n}</th>'
-            for n in ("calls", "input", "cache writes", "cache reads", "output", "cost", "cache hit")
+            for n in ("calls", "input", "cache writes", "cache reads", "output", "cost", "cache read share")
         )
         + "</tr>"
     )

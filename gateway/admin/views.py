@@ -128,6 +128,7 @@ def page_router(store: Store) -> APIRouter:
                     info, [await store.get_session(i) for i in await store.delegations(info.id)]
                 ),
                 refusals=await store.session_refusals(info.id),
+                misses=await store.session_cache_misses(info.id),
                 page=await store.messages_page(info.id, offset=offset, limit=TRANSCRIPT_PAGE),
                 limit=TRANSCRIPT_PAGE,
                 target=message,

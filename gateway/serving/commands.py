@@ -338,6 +338,7 @@ async def _status(ctx: CommandContext, _: str) -> str:
         f"Conversation started {age} ago",
         f"Messages: {active:,} active, {archived:,} archived",
         f"Compactions: {len(compactions)}",
+        await _cache_share_line(ctx),
     ]
     if compactions:
         last = compactions[-1]
@@ -350,6 +351,15 @@ async def _status(ctx: CommandContext, _: str) -> str:
     if ctx.tools is not None:
         lines.extend(ctx.tools.server_lines())
     return "\n".join(lines)
+
+
+async def _cache_share_line(ctx: CommandContext) -> str:
+    """How much of this chat's prompt was read from the cache (what caching saves)."""
+    usage = await ctx.store.usage_summary(ctx.session.id)
+    prompt = usage.input + usage.cache_write + usage.cache_read
+    if not prompt:
+        return "Cache read share: no model calls yet"
+    return f"Cache read share: {100 * usage.cache_read / prompt:.0f}% of {prompt:,} prompt tokens"
 
 
 async def _model_change_line(ctx: CommandContext) -> list[str]:

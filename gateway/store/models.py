@@ -173,6 +173,12 @@ class UsageRow(Base):
     cost_usd: Mapped[float] = mapped_column(Float)
     estimated: Mapped[bool] = mapped_column(Boolean, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Cache diagnostics of a chat call (0018_cache_diagnostics): the API's miss reason, the
+    # tokens it missed, and our own part in it.
+    cache_miss_reason: Mapped[str | None] = mapped_column(String(32), index=True)
+    cache_missed_tokens: Mapped[int | None] = mapped_column(Integer)
+    cache_cause: Mapped[str | None] = mapped_column(String(16))
+    cache_miss_ours: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class InboxRow(Base):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
 from gateway.store.audit_ops import AuditOps
+from gateway.store.cache_ops import CacheOps
 from gateway.store.cluster_ops import ClusterOps
 from gateway.store.compaction_ops import CompactionOps
 from gateway.store.dead_letter_ops import DeadLetterOps
@@ -47,6 +48,7 @@ class Store(
     OutboxOps,
     MemoryOps,
     UsageOps,
+    CacheOps,
     AdminOps,
     FindOps,
     AuditOps,

@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, Connection, Insert, Select, func, insert, 
 from sqlalchemy.dialects import postgresql, sqlite
 
 from agent.clock import utcnow
-from agent.types import ContextState, UsageRecord
+from agent.types import CacheCheck, ContextState, UsageRecord
 from gateway.store.base import Repo
 from gateway.store.columns import clean_text
 from gateway.store.models import audit, sessions, usage, usage_daily
@@ -101,6 +101,23 @@ UsageRows = tuple[dict[str, Any], dict[str, Any]]
 """One call's ``usage`` row and what it adds to its day's roll-up."""
 
 
+def cache_columns(check: CacheCheck | None) -> dict[str, Any]:
+    """A call's cache diagnostics as the ``usage`` row keeps them (NULLs: none were asked)."""
+    if check is None:
+        return {
+            "cache_miss_reason": None,
+            "cache_missed_tokens": None,
+            "cache_cause": None,
+            "cache_miss_ours": None,
+        }
+    return {
+        "cache_miss_reason": check.reason,
+        "cache_missed_tokens": check.missed_tokens,
+        "cache_cause": check.cause,
+        "cache_miss_ours": check.ours if check.reason is not None else None,
+    }
+
+
 def usage_rows(session_id: str, record: UsageRecord, at: datetime) -> UsageRows:
     """The parameters of :func:`record_usage_in` (built on the event loop, not in the thread)."""
     u = record.usage
@@ -118,6 +135,7 @@ def usage_rows(session_id: str, record: UsageRecord, at: datetime) -> UsageRows:
         **tokens,
         "estimated": record.estimated,
         "created_at": at,
+        **cache_columns(record.cache),
     }
     return call, {"session_id": session_id, "day": day_of(at), "calls": 1, **tokens}
 

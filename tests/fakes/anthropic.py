@@ -44,6 +44,7 @@ from tests.fakes.anthropic_context import (
     out_tokens,
     summary_of,
 )
+from tests.fakes.anthropic_diagnostics import Diagnostics, diagnostics_problem
 from tests.fakes.anthropic_media import media_problems
 from tests.fakes.anthropic_search import search_result_problems
 from tests.fakes.anthropic_sse import Break, Pacing, generation_seconds, stream_response
@@ -267,6 +268,8 @@ def _problems(body: Any) -> list[str]:
     wire = validate_wire(body["messages"], body.get("system"), body.get("tools"))
     searched = search_result_problems(str(body["model"]), body["messages"])
     deferred = tool_search_problems(body)
+    diagnosed = diagnostics_problem(body)
+    problems += [diagnosed] if diagnosed else []
     return problems + wire + media_problems(body["messages"]) + searched + deferred + version_problems(body)
 
 
@@ -316,6 +319,8 @@ class FakeAnthropic:
         self.compaction_failures: deque[str] = deque()
         # The model a refused request is answered on when it asks for server-side fallback.
         self.fallback_model = "claude-opus-4-8"
+        # Cache diagnostics: the fingerprints kept per response id (tests/fakes/anthropic_diagnostics.py).
+        self.diagnostics = Diagnostics()
 
     # lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -471,6 +476,8 @@ class FakeAnthropic:
             if isinstance(answer, ErrorReply):
                 return self._error(answer)
             message = self._message_json({**body, "model": model}, answer, prepared)
+        if "diagnostics" in body:
+            message["diagnostics"] = self.diagnostics.answer(body, str(message["id"]))
         if body.get("stream") is True:
             broken = self._breaks.popleft() if self._breaks else None
             return await stream_response(request, message, self.pacing, broken)
