@@ -18,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Literal
 
 from agent.provider import LLMRequest, LLMResponse
@@ -40,11 +41,17 @@ FIRST_CALL = "first_call"
 """Our reason for a session's first call when it wrote the cache and read none: no previous
 response to compare with, so the API names no reason."""
 
+EXPIRED = "expired"
+"""Our reason for a call whose prefix matched the previous request (the API named no divergence)
+yet read nothing from the cache while writing it again: the entry lapsed or was evicted."""
+
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+
 OTHER = "other"
 """A reason type this build does not know (kept apart, never copied from the wire)."""
 
-Cause = Literal["compaction", "catalog", "model", "new_session", "none"]
-CAUSES: tuple[Cause, ...] = ("compaction", "catalog", "model", "new_session", "none")
+Cause = Literal["compaction", "catalog", "model", "new_session", "ttl", "none"]
+CAUSES: tuple[Cause, ...] = ("compaction", "catalog", "model", "new_session", "ttl", "none")
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
@@ -59,9 +66,11 @@ class Sent:
     compactions: int
     count: int
     last_id: int | None
+    at: datetime | None = None
 
     def values(self) -> dict[str, Any]:
         return {
+            "at": self.at.isoformat() if self.at is not None else None,
             "previous_message_id": self.response_id,
             "model": self.model,
             "tools": self.tools,
@@ -85,7 +94,15 @@ def previous(state: ContextState) -> Sent | None:
         compactions=compactions if isinstance(compactions, int) else -1,
         count=count if isinstance(count, int) else 0,
         last_id=last_id if isinstance(last_id, int) else None,
+        at=_when(kept.get("at")),
     )
+
+
+def _when(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def tools_digest(tools: Sequence[Mapping[str, Any]]) -> str:
@@ -112,9 +129,12 @@ def our_cause(
     return "none"
 
 
-def sent_now(request: LLMRequest, view: Sequence[ChatMessage], state: ContextState, response_id: str) -> Sent:
+def sent_now(
+    request: LLMRequest, view: Sequence[ChatMessage], state: ContextState, response_id: str, at: datetime
+) -> Sent:
     """What to remember of the call just answered."""
     return Sent(
+        at=at,
         response_id=response_id,
         model=request.model,
         tools=tools_digest(request.tools),
@@ -129,13 +149,22 @@ def remember(state: ContextState, sent: Sent) -> None:
 
 
 def check_of(
-    miss: tuple[str, int | None] | None, cause: Cause, cache_read: int, cache_write: int
+    miss: tuple[str, int | None] | None,
+    cause: Cause,
+    cache_read: int,
+    cache_write: int,
+    *,
+    lapsed: bool = False,
 ) -> CacheCheck:
-    """The call's cache check as stored: the API's reason (or :data:`FIRST_CALL` for a session's
-    first call that read nothing), and whether the miss is of our making."""
+    """The call's cache check as stored: the API's reason, or ours where it names none and the
+    call read nothing while writing (:data:`FIRST_CALL` on a session's first call, else
+    :data:`EXPIRED`, with cause ``ttl`` when the quiet time outlasted the TTL we chose:
+    ``lapsed``); and whether the miss is of our making."""
     reason, missed = miss if miss is not None else (None, None)
-    if reason is None and cause == "new_session" and cache_read == 0 and cache_write > 0:
-        reason = FIRST_CALL
+    if reason is None and cache_read == 0 and cache_write > 0:
+        reason = FIRST_CALL if cause == "new_session" else EXPIRED
+        if reason == EXPIRED and lapsed:
+            cause = "ttl"
     ours = reason is not None and cause != "none"
     return CacheCheck(reason=reason, missed_tokens=missed, cause=cause, ours=ours)
 
@@ -172,15 +201,28 @@ def diagnosed(
 
 
 def learned(
-    state: ContextState, request: LLMRequest, view: Sequence[ChatMessage], response: LLMResponse, cause: Cause
+    state: ContextState,
+    request: LLMRequest,
+    view: Sequence[ChatMessage],
+    response: LLMResponse,
+    cause: Cause,
+    ttl: str | None,
+    now: datetime,
 ) -> CacheCheck | None:
     """The answered call's :class:`CacheCheck`, the chain moved on to its response (None: the
-    request carried no diagnostics)."""
+    request carried no diagnostics). ``ttl``: the cache TTL the call was sent with."""
     if request.diagnostics is None:
         return None
+    before = previous(state)
+    quiet = (now - before.at).total_seconds() if before is not None and before.at is not None else None
+    lapsed = quiet is not None and ttl is not None and quiet >= TTL_SECONDS.get(ttl, 300.0)
     if response.id is not None and _ID.fullmatch(response.id):
-        remember(state, sent_now(request, view, state, response.id))
+        remember(state, sent_now(request, view, state, response.id, now))
     usage = response.usage
     return check_of(
-        response.cache_miss, cause, usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+        response.cache_miss,
+        cause,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+        lapsed=lapsed,
     )

@@ -381,7 +381,8 @@ class AgentLoop:
             if response.billed
             else 0.0
         )
-        check = learned(turn.state, turn.sent, turn.view, response, turn.cause) if turn.sent else None
+        sent, now = turn.sent, self._clock()
+        check = learned(turn.state, sent, turn.view, response, turn.cause, turn.ttl, now) if sent else None
         records = [UsageRecord(model, "chat", usage, cost, response.estimated_usage, check)]
         compacting = response.compaction_usage
         if compacting is not None:

@@ -4,15 +4,23 @@ labelled as ours."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from agent.compaction import compact
+from agent.engines.compressor.engine import ContextCompressor
 from agent.llm import AnthropicProvider
 from agent.loop import AgentLoop
-from agent.settings import LLMSettings, PromptCachingSettings
+from agent.settings import CompressionSettings, LLMSettings, PromptCachingSettings
 from agent.tools import ToolRegistry, default_registry
 from agent.types import CacheCheck, ChatMessage
-from tests.agent.loop_support import Rig, exchanges, make_session, rig
+from tests.agent.loop_support import SUMMARY_MODEL, Rig, exchanges, make_session, rig
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.memory_store import InMemoryStore
+
+START = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
 def _checks(r: Rig) -> list[CacheCheck | None]:
@@ -144,3 +152,41 @@ async def test_a_session_without_diagnostics_history_starts_a_new_chain() -> Non
         await r.loop.run_turn(other, message=ChatMessage.user("first words"))
 
     assert _previous_ids(r) == [None, None]
+
+
+@asynccontextmanager
+async def timed() -> AsyncIterator[tuple[FakeAnthropic, AgentLoop, InMemoryStore, list[datetime]]]:
+    """A loop and the fake's prompt cache on one hand-moved clock, caching with the 5-minute TTL."""
+    now = [START]
+    llm = LLMSettings(max_retries=0)
+    async with FakeAnthropic(clock=lambda: (now[0] - START).total_seconds()) as fake:
+        provider = AnthropicProvider(api_key="test", base_url=fake.base_url, settings=llm)
+        store = InMemoryStore()
+        engine = ContextCompressor(CompressionSettings(), provider, summary_model=SUMMARY_MODEL)
+        caching = PromptCachingSettings(cache_ttl="5m")
+        loop = AgentLoop(provider, store, engine, llm=llm, caching=caching, clock=lambda: now[0])
+        try:
+            yield fake, loop, store, now
+        finally:
+            await provider.aclose()
+
+
+async def test_a_prefix_that_outlived_the_ttl_we_chose_is_expired_and_labelled_ours() -> None:
+    session = make_session()
+    async with timed() as (_fake, loop, store, now):
+        await loop.run_turn(session, message=ChatMessage.user("hello " + "words " * 1500))
+        now[0] += timedelta(minutes=10)
+        await loop.run_turn(session, message=ChatMessage.user("again"))
+
+    assert store.usage[session.id][-1].cache == CacheCheck("expired", None, "ttl", True)
+
+
+async def test_a_prefix_evicted_within_its_ttl_is_expired_and_counted_as_waste() -> None:
+    session = make_session()
+    async with timed() as (fake, loop, store, now):
+        await loop.run_turn(session, message=ChatMessage.user("hello " + "words " * 1500))
+        now[0] += timedelta(minutes=2)
+        fake.cache.clear()
+        await loop.run_turn(session, message=ChatMessage.user("again"))
+
+    assert store.usage[session.id][-1].cache == CacheCheck("expired", None, "none", False)
