@@ -43,7 +43,12 @@ response to compare with, so the API names no reason."""
 
 EXPIRED = "expired"
 """Our reason for a call whose prefix matched the previous request (the API named no divergence)
-yet read nothing from the cache while writing it again: the entry lapsed or was evicted."""
+yet read nothing from the cache while writing it again, after a quiet time longer than the TTL
+we chose: the entry lapsed (cause ``ttl``)."""
+
+UNREAD = "unread"
+"""The same within the TTL: the entry was evicted, or the breakpoint moved past the blocks the
+API looks back over (cause ``none``: worth a look)."""
 
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
@@ -106,9 +111,17 @@ def _when(value: Any) -> datetime | None:
 
 
 def tools_digest(tools: Sequence[Mapping[str, Any]]) -> str:
-    """A short digest of the tools sent (names and deferral: what a catalog change moves)."""
-    names = ",".join(f"{t.get('name')}:{int(bool(t.get('defer_loading')))}" for t in tools)
-    return hashlib.sha256(names.encode()).hexdigest()[:16]
+    """A short digest of the tools sent: names, deferral, descriptions and parameter names (what
+    a catalog change moves), without serializing every schema on every call."""
+    parts = []
+    for tool in tools:
+        schema = tool.get("input_schema")
+        params = schema.get("properties") if isinstance(schema, Mapping) else None
+        names = ",".join(sorted(params)) if isinstance(params, Mapping) else ""
+        parts.append(
+            f"{tool.get('name')}|{int(bool(tool.get('defer_loading')))}|{tool.get('description')}|{names}"
+        )
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def our_cause(
@@ -157,14 +170,17 @@ def check_of(
     lapsed: bool = False,
 ) -> CacheCheck:
     """The call's cache check as stored: the API's reason, or ours where it names none and the
-    call read nothing while writing (:data:`FIRST_CALL` on a session's first call, else
-    :data:`EXPIRED`, with cause ``ttl`` when the quiet time outlasted the TTL we chose:
-    ``lapsed``); and whether the miss is of our making."""
+    call read nothing while writing (:data:`FIRST_CALL` on a session's first call, :data:`EXPIRED`
+    with cause ``ttl`` when the quiet time outlasted the TTL we chose: ``lapsed``, else
+    :data:`UNREAD`); and whether the miss is of our making."""
     reason, missed = miss if miss is not None else (None, None)
     if reason is None and cache_read == 0 and cache_write > 0:
-        reason = FIRST_CALL if cause == "new_session" else EXPIRED
-        if reason == EXPIRED and lapsed:
-            cause = "ttl"
+        if cause == "new_session":
+            reason = FIRST_CALL
+        elif lapsed:
+            reason, cause = EXPIRED, "ttl"
+        else:
+            reason = UNREAD
     ours = reason is not None and cause != "none"
     return CacheCheck(reason=reason, missed_tokens=missed, cause=cause, ours=ours)
 

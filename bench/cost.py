@@ -8,6 +8,11 @@ loop (``AgentLoop`` with the ``ContextCompressor``), against the fake Messages A
 cache expires entries after their TTL on the same virtual clock and looks back 20 blocks like the
 API. Every call is priced by the model table (``agent.tokens.cost_usd``), summaries included.
 
+Every chat call carries cache diagnostics (``agent.cache_diagnostics``): the calls whose prefix
+missed are grouped by the reason (the API's, or ours where it names none: ``first_call``,
+``expired``) and our own cause, with what the miss added to the bill: the call's cost less what it
+would have cost had its cache writes been reads.
+
 The caching policies: ``auto`` (ours: the TTL chosen from the users' observed gaps, the context
 budget, compaction), ``5m``, ``1h`` and ``none``. ``auto`` also reports the API's automatic
 caching mode (one top-level marker) under the same TTL choice.
@@ -25,7 +30,7 @@ import os
 import random
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -37,8 +42,9 @@ from agent.engines.compressor.engine import ContextCompressor
 from agent.llm import AnthropicProvider
 from agent.loop import AgentLoop
 from agent.settings import CompressionSettings, LLMSettings, PromptCachingSettings
+from agent.tokens import cost_usd
 from agent.tools import default_registry
-from agent.types import AgentSession, ChatMessage
+from agent.types import AgentSession, ChatMessage, UsageRecord
 from gateway.serving.hygiene import run_hygiene
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the fake servers live in tests/fakes
@@ -223,6 +229,25 @@ class Totals:
     prompt: int = 0
     cache_read: int = 0
     compactions: int = 0
+    # "reason/cause" -> [missed calls, extra USD the misses cost]
+    misses: dict[str, list[float]] = field(default_factory=dict)
+
+    def add_miss(self, label: str, calls: float, extra: float) -> None:
+        seen = self.misses.setdefault(label, [0.0, 0.0])
+        seen[0] += calls
+        seen[1] += extra
+
+
+def miss_extra(record: UsageRecord) -> float:
+    """What a miss added to a call's cost: its cost less the same call with its writes read."""
+    usage = record.usage
+    hit = replace(
+        usage,
+        cache_read_input_tokens=usage.cache_read_input_tokens + usage.cache_creation_input_tokens,
+        cache_creation_input_tokens=0,
+        cache_creation_1h_input_tokens=None if usage.cache_creation_1h_input_tokens is None else 0,
+    )
+    return max(0.0, record.cost_usd - cost_usd(record.model, hit))
 
 
 async def replay(
@@ -282,6 +307,9 @@ async def replay(
                 totals[kind].usd += record.cost_usd
                 totals[kind].prompt += usage.context_tokens
                 totals[kind].cache_read += usage.cache_read_input_tokens
+                check = record.cache
+                if check is not None and check.reason is not None:
+                    totals[kind].add_miss(f"{check.reason}/{check.cause}", 1, miss_extra(record))
     return totals
 
 
@@ -297,12 +325,19 @@ def figures(totals: dict[str, Totals], days: int) -> dict[str, Any]:
         whole.prompt += t.prompt
         whole.cache_read += t.cache_read
         whole.compactions += t.compactions
+        for label, (calls, extra) in t.misses.items():
+            whole.add_miss(label, calls, extra)
     out["all"] = _row(whole, days)
     return out
 
 
-def _row(t: Totals, days: int) -> dict[str, float]:
+def _row(t: Totals, days: int) -> dict[str, Any]:
     return {
+        # Per miss label: calls, and the share of the bill the misses added.
+        "misses": {
+            label: {"calls": int(calls), "bill_share": round(extra / t.usd, 4) if t.usd else 0.0}
+            for label, (calls, extra) in sorted(t.misses.items(), key=lambda kv: -kv[1][1])
+        },
         "usd_per_day": round(t.usd / days, 4),
         "usd_per_1k_turns": round(1000 * t.usd / t.turns, 3) if t.turns else 0.0,
         "cache_read_share": round(t.cache_read / t.prompt, 4) if t.prompt else 0.0,
@@ -342,6 +377,23 @@ def measure(seed: int, days: int, *, processes: int = 1) -> dict[str, Any]:
     return results
 
 
+def miss_table(results: dict[str, Any], days: int, seed: int) -> Table:
+    """The misses that remain, per policy and conversation: reason/cause, calls, bill share."""
+    table = Table(
+        title=f"cache misses over {days} days (seed {seed}): reason/cause, calls, share of the bill"
+    )
+    for column in ("policy", "conversation", "misses"):
+        table.add_column(column, justify="right" if column != "misses" else "left")
+    for policy in POLICIES:
+        for kind in (*KINDS, "all"):
+            misses = results[policy][kind]["misses"]
+            text = "; ".join(
+                f"{label} {m['calls']} ({100 * m['bill_share']:.1f}%)" for label, m in misses.items()
+            )
+            table.add_row(policy, kind, text or "none")
+    return table
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the full 30 days (the default is 7)")
@@ -372,6 +424,7 @@ def main() -> int:
                 f"{ratio:.2f}x",
             )
     console.print(table)
+    console.print(miss_table(results, days, args.seed))
     report = Report("cost", full=days >= 30)
     for policy in POLICIES:
         for kind in (*KINDS, "all"):

@@ -181,7 +181,7 @@ async def test_a_prefix_that_outlived_the_ttl_we_chose_is_expired_and_labelled_o
     assert store.usage[session.id][-1].cache == CacheCheck("expired", None, "ttl", True)
 
 
-async def test_a_prefix_evicted_within_its_ttl_is_expired_and_counted_as_waste() -> None:
+async def test_a_prefix_evicted_within_its_ttl_is_unread_and_counted_as_waste() -> None:
     session = make_session()
     async with timed() as (fake, loop, store, now):
         await loop.run_turn(session, message=ChatMessage.user("hello " + "words " * 1500))
@@ -189,4 +189,4 @@ async def test_a_prefix_evicted_within_its_ttl_is_expired_and_counted_as_waste()
         fake.cache.clear()
         await loop.run_turn(session, message=ChatMessage.user("again"))
 
-    assert store.usage[session.id][-1].cache == CacheCheck("expired", None, "none", False)
+    assert store.usage[session.id][-1].cache == CacheCheck("unread", None, "none", False)
