@@ -72,9 +72,12 @@ class Sent:
     count: int
     last_id: int | None
     at: datetime | None = None
+    ttl: str | None = None
+    """The cache TTL that call was sent with (its prefix lives that long)."""
 
     def values(self) -> dict[str, Any]:
         return {
+            "ttl": self.ttl,
             "at": self.at.isoformat() if self.at is not None else None,
             "previous_message_id": self.response_id,
             "model": self.model,
@@ -100,6 +103,7 @@ def previous(state: ContextState) -> Sent | None:
         count=count if isinstance(count, int) else 0,
         last_id=last_id if isinstance(last_id, int) else None,
         at=_when(kept.get("at")),
+        ttl=ttl if isinstance(ttl := kept.get("ttl"), str) else None,
     )
 
 
@@ -143,11 +147,17 @@ def our_cause(
 
 
 def sent_now(
-    request: LLMRequest, view: Sequence[ChatMessage], state: ContextState, response_id: str, at: datetime
+    request: LLMRequest,
+    view: Sequence[ChatMessage],
+    state: ContextState,
+    response_id: str,
+    at: datetime,
+    ttl: str | None = None,
 ) -> Sent:
     """What to remember of the call just answered."""
     return Sent(
         at=at,
+        ttl=ttl,
         response_id=response_id,
         model=request.model,
         tools=tools_digest(request.tools),
@@ -230,10 +240,12 @@ def learned(
     if request.diagnostics is None:
         return None
     before = previous(state)
+    # The previous call's prefix lives as long as the TTL IT was written with.
+    written = (before.ttl or ttl) if before is not None else None
     quiet = (now - before.at).total_seconds() if before is not None and before.at is not None else None
-    lapsed = quiet is not None and ttl is not None and quiet >= TTL_SECONDS.get(ttl, 300.0)
+    lapsed = quiet is not None and written is not None and quiet >= TTL_SECONDS.get(written, 300.0)
     if response.id is not None and _ID.fullmatch(response.id):
-        remember(state, sent_now(request, view, state, response.id, now))
+        remember(state, sent_now(request, view, state, response.id, now, ttl))
     usage = response.usage
     return check_of(
         response.cache_miss,
