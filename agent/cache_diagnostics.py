@@ -73,7 +73,7 @@ class Sent:
     last_id: int | None
     at: datetime | None = None
     ttl: str | None = None
-    """The cache TTL that call was sent with (its prefix lives that long)."""
+    """The cache TTL that call was sent with (its prefix lives that long; "none": uncached)."""
 
     def values(self) -> dict[str, Any]:
         return {
@@ -240,12 +240,15 @@ def learned(
     if request.diagnostics is None:
         return None
     before = previous(state)
-    # The previous call's prefix lives as long as the TTL IT was written with.
+    # The previous call's prefix lives as long as the TTL IT was written with ("none": it was
+    # sent uncached, so nothing of it was kept: our policy's choice).
     written = (before.ttl or ttl) if before is not None else None
     quiet = (now - before.at).total_seconds() if before is not None and before.at is not None else None
-    lapsed = quiet is not None and written is not None and quiet >= TTL_SECONDS.get(written, 300.0)
+    lapsed = written == "none" or (
+        quiet is not None and written is not None and quiet >= TTL_SECONDS.get(written, 300.0)
+    )
     if response.id is not None and _ID.fullmatch(response.id):
-        remember(state, sent_now(request, view, state, response.id, now, ttl))
+        remember(state, sent_now(request, view, state, response.id, now, ttl or "none"))
     usage = response.usage
     return check_of(
         response.cache_miss,

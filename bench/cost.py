@@ -229,23 +229,27 @@ class Totals:
     prompt: int = 0
     cache_read: int = 0
     compactions: int = 0
-    # "reason/cause" -> [missed calls, extra USD the misses cost]
+    # "reason/cause" -> [missed calls, USD those calls cost, USD the misses added]
     misses: dict[str, list[float]] = field(default_factory=dict)
 
-    def add_miss(self, label: str, calls: float, extra: float) -> None:
-        seen = self.misses.setdefault(label, [0.0, 0.0])
+    def add_miss(self, label: str, calls: float, cost: float, extra: float) -> None:
+        seen = self.misses.setdefault(label, [0.0, 0.0, 0.0])
         seen[0] += calls
-        seen[1] += extra
+        seen[1] += cost
+        seen[2] += extra
 
 
-def miss_extra(record: UsageRecord) -> float:
-    """What a miss added to a call's cost: its cost less the same call with its writes read."""
+def miss_extra(record: UsageRecord, before: int) -> float:
+    """What a miss added to a call's cost: its cost less the same call with the part of its cache
+    writes that the previous call's prompt (``before`` tokens) could have given read instead."""
     usage = record.usage
+    readable = min(usage.cache_creation_input_tokens, before)
+    hour = usage.cache_creation_1h_input_tokens
     hit = replace(
         usage,
-        cache_read_input_tokens=usage.cache_read_input_tokens + usage.cache_creation_input_tokens,
-        cache_creation_input_tokens=0,
-        cache_creation_1h_input_tokens=None if usage.cache_creation_1h_input_tokens is None else 0,
+        cache_read_input_tokens=usage.cache_read_input_tokens + readable,
+        cache_creation_input_tokens=usage.cache_creation_input_tokens - readable,
+        cache_creation_1h_input_tokens=None if hour is None else max(0, hour - readable),
     )
     return max(0.0, record.cost_usd - cost_usd(record.model, hit))
 
@@ -301,6 +305,7 @@ async def replay(
         finally:
             await provider.aclose()
         for kind, session in sessions.items():
+            before = 0  # the previous chat call's prompt: what a hit could have read
             for record in store.usage.get(session.id, []):
                 usage = record.usage
                 totals[kind].calls += 1
@@ -309,7 +314,10 @@ async def replay(
                 totals[kind].cache_read += usage.cache_read_input_tokens
                 check = record.cache
                 if check is not None and check.reason is not None:
-                    totals[kind].add_miss(f"{check.reason}/{check.cause}", 1, miss_extra(record))
+                    extra = miss_extra(record, before)
+                    totals[kind].add_miss(f"{check.reason}/{check.cause}", 1, record.cost_usd, extra)
+                if record.purpose == "chat":
+                    before = usage.context_tokens
     return totals
 
 
@@ -325,18 +333,23 @@ def figures(totals: dict[str, Totals], days: int) -> dict[str, Any]:
         whole.prompt += t.prompt
         whole.cache_read += t.cache_read
         whole.compactions += t.compactions
-        for label, (calls, extra) in t.misses.items():
-            whole.add_miss(label, calls, extra)
+        for label, (calls, cost, extra) in t.misses.items():
+            whole.add_miss(label, calls, cost, extra)
     out["all"] = _row(whole, days)
     return out
 
 
 def _row(t: Totals, days: int) -> dict[str, Any]:
     return {
-        # Per miss label: calls, and the share of the bill the misses added.
+        # Per miss label: calls, the share of the bill those calls were, and the share the misses
+        # added (their cost less the same calls reading what the previous call's prompt held).
         "misses": {
-            label: {"calls": int(calls), "bill_share": round(extra / t.usd, 4) if t.usd else 0.0}
-            for label, (calls, extra) in sorted(t.misses.items(), key=lambda kv: -kv[1][1])
+            label: {
+                "calls": int(calls),
+                "bill_share": round(cost / t.usd, 4) if t.usd else 0.0,
+                "added_share": round(extra / t.usd, 4) if t.usd else 0.0,
+            }
+            for label, (calls, cost, extra) in sorted(t.misses.items(), key=lambda kv: -kv[1][2])
         },
         "usd_per_day": round(t.usd / days, 4),
         "usd_per_1k_turns": round(1000 * t.usd / t.turns, 3) if t.turns else 0.0,
@@ -388,7 +401,8 @@ def miss_table(results: dict[str, Any], days: int, seed: int) -> Table:
         for kind in (*KINDS, "all"):
             misses = results[policy][kind]["misses"]
             text = "; ".join(
-                f"{label} {m['calls']} ({100 * m['bill_share']:.1f}%)" for label, m in misses.items()
+                f"{label} {m['calls']} ({100 * m['bill_share']:.1f}% / {100 * m['added_share']:.1f}%)"
+                for label, m in misses.items()
             )
             table.add_row(policy, kind, text or "none")
     return table

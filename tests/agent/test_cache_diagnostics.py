@@ -67,3 +67,8 @@ def test_the_answer_is_read_and_never_trusted_blindly(
     diagnostics: Any, read: tuple[str, int | None] | None
 ) -> None:
     assert read_reason(diagnostics) == read
+
+
+def test_a_previous_call_sent_uncached_makes_the_miss_one_of_our_policy() -> None:
+    check = learned(_state("none"), REQUEST, VIEW, _unread_call(), "none", "5m", T0 + timedelta(minutes=1))
+    assert check == CacheCheck("expired", None, "ttl", True)

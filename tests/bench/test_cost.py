@@ -65,3 +65,13 @@ def test_replays_side_by_side_give_the_figures_of_one_process() -> None:
     one = cost.measure(5, 1, processes=1)
     side_by_side = cost.measure(5, 1, processes=2)
     assert json.dumps(one, sort_keys=True) == json.dumps(side_by_side, sort_keys=True)
+
+
+async def test_the_replay_names_the_misses_that_remain_and_what_they_add_to_the_bill() -> None:
+    events = [e for e in cost.traffic(5, 1) if e.kind == "dm"]
+    short = cost.figures(await cost.replay(events, "5m", 5), 1)["dm"]["misses"]
+    uncached = cost.figures(await cost.replay(events, "none", 5), 1)["dm"]["misses"]
+    # A DM's turns are hours apart: under 5m each turn after the first finds its prefix lapsed.
+    assert short["first_call/new_session"]["calls"] == 1
+    assert short["expired/ttl"]["calls"] >= 2 and short["expired/ttl"]["added_share"] > 0
+    assert all(m["added_share"] == 0 for m in uncached.values())
