@@ -393,7 +393,8 @@ def measure(seed: int, days: int, *, processes: int = 1) -> dict[str, Any]:
 def miss_table(results: dict[str, Any], days: int, seed: int) -> Table:
     """The misses that remain, per policy and conversation: reason/cause, calls, bill share."""
     table = Table(
-        title=f"cache misses over {days} days (seed {seed}): reason/cause, calls, share of the bill"
+        title=f"cache misses over {days} days (seed {seed}): reason/cause calls "
+        "(those calls' share of the bill / what the misses added to it)"
     )
     for column in ("policy", "conversation", "misses"):
         table.add_column(column, justify="right" if column != "misses" else "left")
