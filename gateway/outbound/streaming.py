@@ -292,7 +292,7 @@ class Streams:
     def open(self, session_id: str, target: OutboundTarget) -> LiveReply | None:
         """A live reply for ``target``, or None when this reply is not streamed."""
         adapter = self._adapter_for(target.platform)
-        if not self._settings.streaming or adapter is None or not adapter.streams:
+        if not self._settings.streaming or adapter is None or not adapter.streams_to(target):
             return None
         return LiveReply(adapter, self._store, session_id, target, self._pacer)
 

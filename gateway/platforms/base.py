@@ -171,6 +171,10 @@ class PlatformAdapter(ABC):
     streams: bool = False
     """Can show a reply while it is written: :meth:`stream_send` one message, then :meth:`edit` it."""
 
+    def streams_to(self, target: OutboundTarget) -> bool:
+        """Whether the reply to ``target`` is shown while written (the API: when the request asked)."""
+        return self.streams
+
     async def stream_send(self, target: OutboundTarget, text: str) -> str:
         """Post one message of a streamed reply (``text`` fits the limit); returns its id."""
         ids = await self.send(target, text)

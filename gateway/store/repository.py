@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
+from gateway.store.api_response_ops import ApiResponseOps
 from gateway.store.audit_ops import AuditOps
 from gateway.store.cluster_ops import ClusterOps
 from gateway.store.compaction_ops import CompactionOps
@@ -65,6 +66,7 @@ class Store(
     RateOps,
     ToolCallOps,
     DelegationOps,
+    ApiResponseOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`; ``Store(db, clock=...)`` gives it
     this process's clock (see :class:`gateway.store.base.Repo`)."""
