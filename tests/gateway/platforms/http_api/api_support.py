@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,14 @@ class Api:
     service: Service
     adapter: ApiAdapter
     base_url: str
+    clients: list[AsyncOpenAI] = field(default_factory=list)
 
     def client(self, key: str = ALICE_KEY, **kw: Any) -> AsyncOpenAI:
-        """The official client; no retries of its own, so each test sees each answer."""
-        return AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, **kw)
+        """The official client (closed with the service); no retries of its own, so each test sees
+        each answer."""
+        client = AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, **kw)
+        self.clients.append(client)
+        return client
 
     def http(self, key: str | None = ALICE_KEY) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
@@ -62,7 +66,12 @@ async def serving_api(settings: Settings) -> AsyncIterator[Api]:
     service = await Service.build(settings, adapters)
     adapter = next(a for a in service.adapters if isinstance(a, ApiAdapter))
     async with service:
-        yield Api(service, adapter, f"http://127.0.0.1:{adapter.door.port}/v1")
+        api = Api(service, adapter, f"http://127.0.0.1:{adapter.door.port}/v1")
+        try:
+            yield api
+        finally:
+            for client in api.clients:
+                await client.close()
 
 
 @asynccontextmanager
@@ -72,6 +81,8 @@ async def api_and_model(
     responder = responder or ChatResponder()
     window = overrides.pop("context_window", None)
     async with FakeAnthropic(responder=responder, context_window=window) as fake:
+        if window is not None:
+            overrides["context_window"] = window
         settings = api_settings(tmp_path, db_url, fake, **overrides)
         async with serving_api(settings) as api:
             yield api, fake, responder
