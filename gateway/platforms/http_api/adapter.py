@@ -92,6 +92,9 @@ class ApiAdapter(PlatformAdapter):
     name = PLATFORM
     text_limit = 1_000_000  # an HTTP answer has no message limit: one reply, one part
     streams = True
+    edit_interval_seconds = (
+        0.05  # server-sent events have no rate limit: deltas as they come, batched a little
+    )
 
     def __init__(
         self,
