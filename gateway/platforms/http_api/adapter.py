@@ -157,18 +157,25 @@ class ApiAdapter(PlatformAdapter):
             exchange = Exchange(f"{uuid.uuid4().hex}", chat_id, stream=stream)
             self._exchanges[exchange.message_id] = exchange
             try:
-                await handler(
-                    InboundMessage(
-                        platform=PLATFORM,
-                        chat_id=chat_id,
-                        user_id=key_name,
-                        user_name=key_name,
-                        text=text,
-                        platform_message_id=exchange.message_id,
-                        chat_type="dm",
-                        addressed=True,
+                try:
+                    await handler(
+                        InboundMessage(
+                            platform=PLATFORM,
+                            chat_id=chat_id,
+                            user_id=key_name,
+                            user_name=key_name,
+                            text=text,
+                            platform_message_id=exchange.message_id,
+                            chat_type="dm",
+                            addressed=True,
+                        )
                     )
-                )
+                except Exception as exc:  # the inbox could not take it: nothing is stored, say so
+                    _log.warning("api: the message could not be stored: %s", exc, extra={"chat": chat_id})
+                    raise unavailable(
+                        "Your message could not be stored right now; nothing was kept. Try again.",
+                        "store_unavailable",
+                    ) from None
                 yield exchange
             finally:
                 exchange.closed = True
