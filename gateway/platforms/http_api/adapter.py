@@ -232,8 +232,8 @@ class ApiAdapter(PlatformAdapter):
         if exchange is None:
             return
         text = exchange.streamed
-        # A reply cut short (a failed or retried turn) ends with the gateway's note; its answer,
-        # or its failure, follows as a send.
-        if text.rstrip().endswith(INTERRUPTED_NOTE):
+        # A reply cut short (a failed or retried turn) ends with the gateway's note, or showed nothing
+        # yet; its answer, or its failure, follows as a send.
+        if not text.strip() or text.rstrip().endswith(INTERRUPTED_NOTE):
             return
         exchange.finish(text, "content_filter" if text.endswith(REFUSAL_LINE) else "stop")

@@ -145,3 +145,29 @@ async def test_a_message_over_the_inbound_cap_is_context_length_exceeded(tmp_pat
             )
         assert raised.value.status_code == 400
         assert raised.value.code == "context_length_exceeded"
+
+
+async def test_a_refusal_mid_stream_finishes_the_stream_with_content_filter(
+    tmp_path: Path, db_url: str
+) -> None:
+    responder = ChatResponder()
+    responder.override = lambda body: refusal_reply("Here is the start of an answer that", category="cyber")
+    async with api_and_model(tmp_path, db_url, responder) as (api, _fake, _responder):
+        stream = await api.client().chat.completions.create(
+            model="hygieia", messages=[{"role": "user", "content": "something refused"}], stream=True
+        )
+        reasons = [chunk.choices[0].finish_reason async for chunk in stream]
+        assert reasons[-1] == "content_filter"
+
+
+async def test_an_overloaded_model_before_the_first_words_of_a_stream_is_a_plain_503(
+    tmp_path: Path, db_url: str
+) -> None:
+    responder = ChatResponder()
+    responder.override = lambda body: error_reply(529, "overloaded_error", "Overloaded")
+    async with api_and_model(tmp_path, db_url, responder) as (api, _fake, _responder):
+        with pytest.raises(APIStatusError) as raised:
+            await api.client().chat.completions.create(
+                model="hygieia", messages=[{"role": "user", "content": "busy?"}], stream=True
+            )
+        assert raised.value.status_code == 503
