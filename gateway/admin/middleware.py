@@ -27,8 +27,6 @@ import hmac
 import logging
 import re
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable
 from typing import Literal
 from urllib.parse import parse_qs
 
@@ -41,6 +39,9 @@ from agent.errors import ConfigError
 from gateway.admin.origin import cross_origin_problem
 from gateway.admin.page_login import LOGIN_PATH, login_page
 from gateway.admin.views import html
+from gateway.throttle import FAILURE_WINDOW_SECONDS as FAILURE_WINDOW_SECONDS
+from gateway.throttle import MAX_FAILURES as MAX_FAILURES
+from gateway.throttle import FailedLogins as FailedLogins
 
 _log = logging.getLogger(__name__)
 
@@ -49,9 +50,6 @@ OPEN_PATHS = frozenset({"/healthz"})
 _COOKIE_CONTEXT = b"hygieia admin cookie v1"
 _ERASE_CONTEXT = b"hygieia admin erase confirmation v1"
 MIN_TOKEN_CHARS = 16
-MAX_FAILURES = 10
-FAILURE_WINDOW_SECONDS = 60.0
-MAX_TRACKED_ADDRESSES = 10_000
 MAX_LOGIN_FORM_BYTES = 4096
 _URL_NOISE = re.compile(r"[\x00-\x20\x7f]")
 
@@ -68,48 +66,6 @@ def check_admin_token(token: str | None) -> str:
             "for example: python -c 'import secrets; print(secrets.token_urlsafe(24))'"
         )
     return value
-
-
-class FailedLogins:
-    """Failed authentications per client address over a sliding window (bounded memory)."""
-
-    def __init__(
-        self,
-        *,
-        max_failures: int = MAX_FAILURES,
-        window_seconds: float = FAILURE_WINDOW_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.max_failures = max_failures
-        self.window = window_seconds
-        self._clock = clock
-        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
-
-    def _recent(self, address: str) -> deque[float]:
-        times = self._failures.get(address, deque())
-        horizon = self._clock() - self.window
-        while times and times[0] <= horizon:
-            times.popleft()
-        if not times:
-            self._failures.pop(address, None)
-        return times
-
-    def retry_after(self, address: str) -> float | None:
-        """Seconds until ``address`` may try again; None when it is not throttled."""
-        times = self._recent(address)
-        if len(times) < self.max_failures:
-            return None
-        return max(1.0, times[-self.max_failures] + self.window - self._clock())
-
-    def record(self, address: str) -> int:
-        """Count one failure; returns how many ``address`` has in the window."""
-        times = self._recent(address)
-        times.append(self._clock())
-        self._failures[address] = times
-        self._failures.move_to_end(address)
-        while len(self._failures) > MAX_TRACKED_ADDRESSES:
-            self._failures.popitem(last=False)
-        return len(times)
 
 
 def erase_key(token: str) -> bytes:

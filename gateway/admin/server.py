@@ -45,7 +45,12 @@ def _listen(host: str, port: int, label: str, port_setting: str) -> socket.socke
     """A listening socket; failing here (port taken, bad address) is one clear error, not uvicorn's exit."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        return socket.create_server((host, port), family=family)
+        sock = socket.create_server((host, port), family=family)
+        # asyncio sets TCP_NODELAY only on sockets made with proto IPPROTO_TCP, and create_server's
+        # have proto 0: without it the body after the response head waited for the client's
+        # delayed ACK, ~40 ms per answer on a kept-alive connection. Accepted sockets inherit it.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
     except OSError as exc:
         raise ConfigError(
             f"{label}: cannot listen on {host}:{port} ({exc.strerror or exc}); choose another {port_setting}"

@@ -73,7 +73,10 @@ def _listen(host: str, port: int) -> socket.socket:
     """A listening socket; a port taken or a bad address is one clear error."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        return socket.create_server((host, port), family=family)
+        sock = socket.create_server((host, port), family=family)
+        # Accepted sockets inherit it; asyncio sets it only on proto IPPROTO_TCP (gateway.admin.server).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
     except OSError as exc:
         raise ConfigError(
             f"mcp serve: cannot listen on {host}:{port} ({exc.strerror or exc}); choose another --port"

@@ -78,12 +78,13 @@ class EditPacer:
     def lock(self, target: OutboundTarget) -> asyncio.Lock:
         return self._locks.setdefault((target.platform, target.chat_id), asyncio.Lock())
 
-    async def wait_turn(self, target: OutboundTarget) -> None:
-        """Sleep until this chat may be edited again (call with :meth:`lock` held), then take the slot."""
+    async def wait_turn(self, target: OutboundTarget, interval: float | None = None) -> None:
+        """Sleep until this chat may be edited again (call with :meth:`lock` held), then take the slot;
+        ``interval`` is the platform's own, when it has one."""
         key = (target.platform, target.chat_id)
         last = self._last.get(key)
         if last is not None:
-            delay = last + self.interval - self._clock()
+            delay = last + (self.interval if interval is None else interval) - self._clock()
             if delay > 0:
                 await asyncio.sleep(delay)
         self._last[key] = self._clock()
@@ -149,7 +150,7 @@ class LiveReply:
             if self._closing:
                 return
             async with self._pacer.lock(self._target):
-                await self._pacer.wait_turn(self._target)
+                await self._pacer.wait_turn(self._target, self._adapter.edit_interval_seconds)
                 self._changed.clear()
                 try:
                     await self._show(self.display)
@@ -234,7 +235,7 @@ class LiveReply:
         await self._stop_task()
         if not self._broken:
             async with self._pacer.lock(self._target):
-                await self._pacer.wait_turn(self._target)
+                await self._pacer.wait_turn(self._target, self._adapter.edit_interval_seconds)
                 await self._show(text, final=True)
         if self._broken:
             await self._close()
@@ -252,7 +253,7 @@ class LiveReply:
         if (self.ids or self._drafted) and not self._broken:
             # What the model had written by then (more than the last edit showed), then the note.
             async with self._pacer.lock(self._target):
-                await self._pacer.wait_turn(self._target)
+                await self._pacer.wait_turn(self._target, self._adapter.edit_interval_seconds)
                 await self._show(f"{self.display.rstrip()}\n\n{note}", final=True)
         await self._close()
         await self._end()
@@ -292,7 +293,7 @@ class Streams:
     def open(self, session_id: str, target: OutboundTarget) -> LiveReply | None:
         """A live reply for ``target``, or None when this reply is not streamed."""
         adapter = self._adapter_for(target.platform)
-        if not self._settings.streaming or adapter is None or not adapter.streams:
+        if not self._settings.streaming or adapter is None or not adapter.streams_to(target):
             return None
         return LiveReply(adapter, self._store, session_id, target, self._pacer)
 

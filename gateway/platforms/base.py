@@ -170,6 +170,13 @@ class PlatformAdapter(ABC):
 
     streams: bool = False
     """Can show a reply while it is written: :meth:`stream_send` one message, then :meth:`edit` it."""
+    edit_interval_seconds: float | None = None
+    """At most one edit of a streamed reply per chat this often; None: ``delivery.edit_interval_seconds``
+    (a platform's rate limits). One with none (the API's server-sent events) sets its own."""
+
+    def streams_to(self, target: OutboundTarget) -> bool:
+        """Whether the reply to ``target`` is shown while written (the API: when the request asked)."""
+        return self.streams
 
     async def stream_send(self, target: OutboundTarget, text: str) -> str:
         """Post one message of a streamed reply (``text`` fits the limit); returns its id."""

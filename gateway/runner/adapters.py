@@ -13,14 +13,21 @@ from gateway.config import Settings
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.console.adapter import ConsoleAdapter
 from gateway.platforms.discord_bot.adapter import DiscordAdapter
+from gateway.platforms.http_api.adapter import ApiAdapter
+from gateway.platforms.http_api.keys import ApiKeys
 from gateway.platforms.telegram_bot.adapter import TelegramAdapter
+from gateway.runner.listener import DoorListener
 from gateway.serving.commands import command_specs
 
 
-def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[PlatformAdapter]:
-    """Adapters for ``platforms``; without a list, every platform whose token is set, else the console.
+def build_adapters(
+    settings: Settings, platforms: Sequence[str] | None, *, door: DoorListener | None = None
+) -> list[PlatformAdapter]:
+    """Adapters for ``platforms``; without a list, every platform whose token (or key) is set, else
+    the console.
 
-    Asking for a platform whose token is not set is a configuration error, not a silent skip.
+    Asking for a platform whose token is not set is a configuration error, not a silent skip. The
+    ways in that speak HTTP share ``door`` (one is made on ``api.host``/``api.port`` when not given).
     """
     wanted = list(platforms) if platforms else []
     if not wanted:
@@ -28,11 +35,19 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
             wanted.append("telegram")
         if settings.discord_bot_token is not None:
             wanted.append("discord")
+        if settings.api_keys is not None:
+            wanted.append("api")
         if not wanted:
             wanted.append("console")
     adapters: list[PlatformAdapter] = []
     for name in dict.fromkeys(wanted):
-        if name == "console":
+        if name == "api":
+            if settings.api_keys is None:
+                raise ConfigError("HYGIEIA_API_KEYS: not set, but --platform api was asked for")
+            door = door if door is not None else DoorListener(settings.api.host, settings.api.port)
+            keys = ApiKeys.parse(settings.api_keys.get_secret_value())
+            adapters.append(ApiAdapter(keys, door, max_chars=settings.sessions.max_inbound_chars))
+        elif name == "console":
             adapters.append(ConsoleAdapter())
         elif name == "telegram":
             if settings.telegram_bot_token is None:
@@ -57,7 +72,9 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
                 )
             )
         else:
-            raise ConfigError(f"--platform: unknown platform {name!r}; choose console, telegram or discord")
+            raise ConfigError(
+                f"--platform: unknown platform {name!r}; choose console, telegram, discord or api"
+            )
     return adapters
 
 
@@ -72,7 +89,11 @@ def chats_on_this_terminal(
         return False
     if platforms:
         return "console" in platforms
-    return settings.telegram_bot_token is None and settings.discord_bot_token is None
+    return (
+        settings.telegram_bot_token is None
+        and settings.discord_bot_token is None
+        and settings.api_keys is None
+    )
 
 
 def intake_slots(adapters: Sequence[PlatformAdapter]) -> list[IntakeSlot]:

@@ -30,6 +30,7 @@ from gateway.jobs.setup import JobParts, build_jobs, task_book
 from gateway.outbound.delivery import Delivery
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.discord_bot.adapter import DiscordAdapter
+from gateway.platforms.http_api.adapter import ApiAdapter
 from gateway.runner.adapters import intake_slots
 from gateway.runner.gateway_parts import build_gateway, default_lease, default_outbox_lease, dialect_of
 from gateway.runner.models import budget_for, build_context_engine, build_provider, context_window_for
@@ -244,6 +245,9 @@ class Service:
         if clustered and settings.cluster.shared_rate_limits:
             for adapter in adapters:  # before the twins, which share it too
                 adapter.share_rate_limits(store)
+        for adapter in adapters:
+            if isinstance(adapter, ApiAdapter):
+                adapter.keep_responses(store)
         plan = plan_platforms(adapters, checked, clustered=clustered)
         intakes = ElectedIntakes()
         routes: Mapping[str, PlatformAdapter] = {a.name: a for a in adapters}

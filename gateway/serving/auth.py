@@ -1,8 +1,10 @@
 """Who may talk to the bot and who may run admin commands.
 
 Default deny (``HYGIEIA_ALLOWED_USERS`` / ``HYGIEIA_ALLOW_ALL_USERS``). The console user is
-the local operator: always allowed, always admin. A refused user hears one short, polite
-sentence at most once per hour; nothing about them is stored beyond an audit line.
+the local operator: always allowed, always admin. An API user (the name of an API key) is allowed:
+the key was checked at the door, and holding one is the permission; never an admin. A refused
+user hears one short, polite sentence at most once per hour; nothing about them is stored beyond
+an audit line.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable
 from gateway.config import Settings
 
 LOCAL_PLATFORM = "console"
+KEYED_PLATFORMS = frozenset({"api"})
+"""Platforms whose users proved who they are with a configured key before their message came in."""
 REFUSAL_TEXT = "Sorry, I'm a private assistant and can't talk with you here. Ask my owner for access."
 REFUSAL_INTERVAL_SECONDS = 3600.0
 
@@ -27,7 +31,7 @@ class Authorizer:
 
     def is_allowed(self, platform: str, user_id: str) -> bool:
         """Default deny: the local operator, listed users, or everyone when the bot is opened."""
-        if platform == LOCAL_PLATFORM or self._settings.allow_all_users:
+        if platform == LOCAL_PLATFORM or platform in KEYED_PLATFORMS or self._settings.allow_all_users:
             return True
         return f"{platform}:{user_id}" in self._settings.allowed_users
 

@@ -38,8 +38,9 @@ _log = logging.getLogger(__name__)
 
 def session_key(msg: InboundMessage, settings: SessionSettings) -> str:
     """The key of the conversation ``msg`` belongs to."""
-    if msg.platform == "console":
-        return f"console:{msg.chat_id}"
+    if msg.platform in ("console", "api"):
+        # One conversation per chat id: the console's OS user; the API's ``<key name>:<conversation>``.
+        return f"{msg.platform}:{msg.chat_id}"
     if msg.is_dm:
         key = f"{msg.platform}:dm:{msg.chat_id}"
     else:

@@ -491,3 +491,7 @@ class AdminOverrideRow(Base):
 
 
 admin_overrides: Table = Base.metadata.tables["admin_overrides"]
+
+
+# Tables of their own modules, imported here so that the one metadata (migrations, `alembic check`) has them.
+from gateway.store.api_models import ApiResponseRow as ApiResponseRow  # noqa: E402

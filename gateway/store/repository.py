@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agent.storage import ConversationStore
 from gateway.store.admin_ops import AdminOps
+from gateway.store.api_response_ops import ApiResponseOps
 from gateway.store.audit_ops import AuditOps
 from gateway.store.cache_ops import CacheOps
 from gateway.store.cluster_ops import ClusterOps
@@ -67,6 +68,7 @@ class Store(
     RateOps,
     ToolCallOps,
     DelegationOps,
+    ApiResponseOps,
 ):
     """``Store(db)`` over a connected :class:`gateway.store.db.Database`; ``Store(db, clock=...)`` gives it
     this process's clock (see :class:`gateway.store.base.Repo`)."""
