@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent.errors import ConfigError
 from gateway.cluster.election import IntakeSlot
 from gateway.cluster.roles import intake_lease
 from gateway.config import Settings
+from gateway.config.webhooks import missing_secrets
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.console.adapter import ConsoleAdapter
 from gateway.platforms.discord_bot.adapter import DiscordAdapter
 from gateway.platforms.telegram_bot.adapter import TelegramAdapter
+from gateway.platforms.webhooks.adapter import WebhooksAdapter
+from gateway.runner.listener import DoorListener
 from gateway.serving.commands import command_specs
 
 
@@ -28,8 +32,13 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
             wanted.append("telegram")
         if settings.discord_bot_token is not None:
             wanted.append("discord")
+        if settings.webhooks.routes:
+            wanted.append("webhooks")
         if not wanted:
             wanted.append("console")
+    if "webhooks" in wanted:
+        wanted.extend(webhook_targets(settings))
+    doors = Doors(settings)
     adapters: list[PlatformAdapter] = []
     for name in dict.fromkeys(wanted):
         if name == "console":
@@ -56,8 +65,12 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
                     commands=command_specs(),
                 )
             )
+        elif name == "webhooks":
+            adapters.append(build_webhooks(settings, doors.listener()))
         else:
-            raise ConfigError(f"--platform: unknown platform {name!r}; choose console, telegram or discord")
+            raise ConfigError(
+                f"--platform: unknown platform {name!r}; choose console, telegram, discord or webhooks"
+            )
     return adapters
 
 
@@ -72,7 +85,11 @@ def chats_on_this_terminal(
         return False
     if platforms:
         return "console" in platforms
-    return settings.telegram_bot_token is None and settings.discord_bot_token is None
+    return (
+        settings.telegram_bot_token is None
+        and settings.discord_bot_token is None
+        and not settings.webhooks.routes
+    )
 
 
 def intake_slots(adapters: Sequence[PlatformAdapter]) -> list[IntakeSlot]:
@@ -88,3 +105,49 @@ def intake_slots(adapters: Sequence[PlatformAdapter]) -> list[IntakeSlot]:
         return lambda: adapter
 
     return [IntakeSlot(intake_lease(a.name), a.name, same(a)) for a in adapters if a.sends_alone]
+
+
+# The HTTP ways in ------------------------------------------------------------------------------
+
+
+class Doors:
+    """The one HTTP listener (``api.host``/``api.port``) the ways in that speak HTTP share, built
+    on first use: the webhooks (``/hooks``) and the API (``/v1``) mount on the same one."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._listener: DoorListener | None = None
+
+    def listener(self) -> DoorListener:
+        if self._listener is None:
+            self._listener = DoorListener(self._settings.api.host, self._settings.api.port)
+        return self._listener
+
+
+def webhook_targets(settings: Settings) -> list[str]:
+    """The platforms the routes deliver to: they run with the webhooks (replies go out through them).
+    A route delivering to a platform without its token is a configuration error naming the route."""
+    tokens = {"telegram": settings.telegram_bot_token, "discord": settings.discord_bot_token}
+    targets: list[str] = []
+    for name, route in settings.webhooks.routes.items():
+        if tokens[route.platform] is None:
+            env = "TELEGRAM_BOT_TOKEN" if route.platform == "telegram" else "DISCORD_BOT_TOKEN"
+            raise ConfigError(
+                f"webhooks.routes.{name}.deliver_to: {route.deliver_to} needs {env}, which is not set"
+            )
+        targets.append(route.platform)
+    return targets
+
+
+def build_webhooks(
+    settings: Settings, listener: DoorListener, environ: Mapping[str, str] | None = None
+) -> WebhooksAdapter:
+    """The webhooks adapter on ``listener``; every route's secret must be in the environment."""
+    if not settings.webhooks.routes:
+        raise ConfigError("--platform webhooks: no webhooks.routes are configured (docs/webhooks.md)")
+    env = os.environ if environ is None else environ
+    missing = missing_secrets(settings.webhooks, env)
+    if missing:
+        raise ConfigError("; ".join(missing))
+    secrets = {n: env[r.secret_env].encode() for n, r in settings.webhooks.routes.items()}
+    return WebhooksAdapter(listener, settings.webhooks.routes, secrets)

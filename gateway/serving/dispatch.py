@@ -36,6 +36,7 @@ from gateway.outbound.replies import Replies
 from gateway.outbound.streaming import Streams
 from gateway.platforms.base import InboundMessage, OutboundTarget
 from gateway.platforms.manners import BotManners
+from gateway.platforms.webhooks.coalescing import joined_burst
 from gateway.scheduling.tasks import TaskBook
 from gateway.serving.auth import REFUSAL_TEXT, Authorizer
 from gateway.serving.claim_plan import PlannedClaim
@@ -241,7 +242,8 @@ class Gateway:
     async def intake(self, msg: InboundMessage) -> None:
         """Authorize, clean, commit to the inbox, schedule the session; return (the adapter acks)."""
         msg = self._manners.judge(msg)
-        if not self._auth.is_allowed(msg.platform, msg.user_id):
+        # A webhook's signature, checked by its route, is its authorization.
+        if msg.webhook is None and not self._auth.is_allowed(msg.platform, msg.user_id):
             await self._refuse(msg)
             return
         cleaned = clean_text(msg.text, self._settings.sessions.max_inbound_chars)
@@ -264,6 +266,13 @@ class Gateway:
             _log.info("duplicate delivery of a message; stored once", extra=log_fields)
             return
         _log.debug("message received", extra=log_fields)
+        if msg.webhook is not None:
+            # A burst within coalesce_seconds of its first delivery is served as one.
+            if msg.webhook.coalesce_seconds:
+                self._kick_later(key, msg.webhook.coalesce_seconds)
+            else:
+                self._kick(key)
+            return
         command = None if msg.edited else command_in(cleaned.text, addressed=msg.addressed)
         running = key in self._book.running
         reason = None
@@ -432,6 +441,12 @@ class Gateway:
         ``current`` (the key's session as the claim read it) serves the first run only: a command
         may end the session (``/new``), and whatever follows it looks the session up again.
         """
+        relayed = [item for item in items if item.deliver_only]
+        if relayed:
+            info = await self._directory.current(key, relayed[0])
+            text = joined_burst([item.text for item in relayed])
+            await self._replies.relay(self._directory.agent_session(info).id, relayed, text)
+            items = [item for item in items if not item.deliver_only]
         segment: list[InboxItem] = []
         for index, item in enumerate(items):
             command = item.command if item.is_command else None
