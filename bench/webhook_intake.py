@@ -178,11 +178,15 @@ async def main() -> int:
     table = Table(title=f"webhook intake: POST -> 202 (ms), deliveries/s; {senders} senders x {per_sender}")
     for column in ("engine", "case", "p50 ms", "p99 ms", "acked/s", "delivered/s"):
         table.add_column(column, justify="right" if column not in ("engine", "case") else "left")
-    for engine, url in engines.items():
-        if engine == "postgresql":
-            url = await fresh_schema(url)
-        alone = await one_sender(url, count)
-        crowd = await many_senders(url, senders, per_sender, routes)
+    for engine, base in engines.items():
+        schema = f"bench_hooks_{uuid.uuid4().hex[:8]}" if engine == "postgresql" else None
+        url = base if schema is None else await schema_url(base, schema, "CREATE")
+        try:
+            alone = await one_sender(url, count)
+            crowd = await many_senders(url, senders, per_sender, routes)
+        finally:
+            if schema is not None:
+                await schema_url(base, schema, "DROP")
         table.add_row(engine, "one sender", f"{alone['p50']:.1f}", f"{alone['p99']:.1f}", "", "")
         table.add_row(
             engine,
@@ -205,15 +209,14 @@ async def main() -> int:
     return 0
 
 
-async def fresh_schema(url: str) -> str:
-    """A schema of its own on PostgreSQL (the bench never touches what is there)."""
+async def schema_url(url: str, schema: str, verb: str) -> str:
+    """CREATE (or DROP ... CASCADE) a schema of the bench's own on PostgreSQL; the URL that uses it."""
     from sqlalchemy import text
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    schema = f"bench_hooks_{uuid.uuid4().hex[:8]}"
     engine = create_async_engine(url)
     async with engine.begin() as conn:
-        await conn.execute(text(f"CREATE SCHEMA {schema}"))
+        await conn.execute(text(f"{verb} SCHEMA {schema}" + (" CASCADE" if verb == "DROP" else "")))
     await engine.dispose()
     joiner = "&" if "?" in url else "?"
     return f"{url}{joiner}options=-csearch_path%3D{schema}"
