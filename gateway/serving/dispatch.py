@@ -48,6 +48,7 @@ from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.serving.tool_view import ToolView, tool_scope
 from gateway.serving.turns import CANCEL_REASONS, Outcome, TurnBook, TurnServer
+from gateway.serving.webhook_items import WINDOW_SLACK, coalescing_until
 from gateway.store import fence
 from gateway.store.base import CONFLICT_RETRIES
 from gateway.store.records import InboxRecord, SessionInfo
@@ -248,6 +249,7 @@ class Gateway:
             return
         cleaned = clean_text(msg.text, self._settings.sessions.max_inbound_chars)
         key = session_key(msg, self._settings.sessions)
+        not_before = await coalescing_until(self._store, key, msg.webhook, self._clock())
         inbox_id, created = await self._store.inbox_put(
             platform=msg.platform,
             chat_id=msg.chat_id,
@@ -260,6 +262,7 @@ class Gateway:
                 total_chars=self._settings.sessions.max_inbound_total_chars,
             ),
             addressed=msg.addressed,
+            not_before=not_before,
         )
         log_fields = {"platform": msg.platform, "key": key, "inbox_id": inbox_id}
         if not created:
@@ -267,11 +270,10 @@ class Gateway:
             return
         _log.debug("message received", extra=log_fields)
         if msg.webhook is not None:
-            # A burst within coalesce_seconds of its first delivery is served as one.
-            if msg.webhook.coalesce_seconds:
-                self._kick_later(key, msg.webhook.coalesce_seconds)
-            else:
+            if not_before is None:
                 self._kick(key)
+            else:  # served with the rest of its burst when the window closes
+                self._kick_later(key, (not_before - self._clock()).total_seconds() + WINDOW_SLACK)
             return
         command = None if msg.edited else command_in(cleaned.text, addressed=msg.addressed)
         running = key in self._book.running

@@ -127,8 +127,10 @@ class InboxOps(Repo):
         session_key: str,
         payload: InboxPayload,
         addressed: bool,
+        not_before: datetime | None = None,
     ) -> tuple[int, bool]:
         """Persist a received message; ``(id, created)``. The same platform message is stored once.
+        ``not_before``: not claimable until then (a webhook waiting out its coalescing window).
 
         Returns once the row is committed. Concurrent calls share one transaction (group
         commit, :mod:`gateway.store.group_commit`).
@@ -143,6 +145,7 @@ class InboxOps(Repo):
             "status": "pending",
             "attempts": 0,
             "received_at": utcnow(),
+            "lease_until": not_before,
         }
         batch: InboxBatch | None = getattr(self, "_inbox_batch", None)
         if batch is None:
