@@ -216,3 +216,35 @@ async def test_a_delivery_reaches_a_discord_channel(
     assert sent.channel_id == discord.channel_id
     assert sent.content == (expected if deliver_only else f"reply: {expected}")
     assert len(responder.chat_bodies) == (0 if deliver_only else 1)
+
+
+async def test_a_burst_stored_before_a_stop_is_served_as_one_after_the_restart(
+    tmp_path: Path, db_url: str, anthropic: FakeAnthropic, responder: ChatResponder
+) -> None:
+    async with FakeTelegram() as bot:
+        settings = telegram_settings(tmp_path, db_url, anthropic, bot, coalesce_seconds=2.0)
+        async with serving(settings, build_adapters(settings, ["webhooks"])) as (_service, client, url):
+            for n in range(2):
+                await post_github(client, url, {**PUSH, "commits": [{"message": f"commit {n}"}]})
+        assert bot.sent == []  # stopped inside the window: nothing served yet, both stored
+        async with serving(settings, build_adapters(settings, ["webhooks"])) as (service, _client, _url):
+            [sent] = await bot.wait_for_sent(1, timeout=20)
+            await service.gateway.wait_idle()
+
+    assert len(responder.chat_bodies) == 1
+    prompt = str(responder.chat_bodies[0]["messages"])
+    assert "commit 0" in prompt and "commit 1" in prompt
+    assert sent.plain_text.startswith("reply: ")
+
+
+async def test_a_payload_that_reads_like_a_command_is_text_for_the_agent(
+    tmp_path: Path, db_url: str, anthropic: FakeAnthropic, responder: ChatResponder
+) -> None:
+    async with FakeTelegram() as bot:
+        settings = telegram_settings(tmp_path, db_url, anthropic, bot, template="{{ text }}")
+        async with serving(settings, build_adapters(settings, ["webhooks"])) as (_service, client, url):
+            assert (await post_github(client, url, {"text": "/new"})).status_code == 202
+            [sent] = await bot.wait_for_sent(1, timeout=15)
+
+    assert sent.plain_text == "reply: /new"  # answered by the model, not run as /new
+    assert len(responder.chat_bodies) == 1
