@@ -10,6 +10,9 @@ platform, so no model runs and what is measured is the door, the inbox commit an
 - N senders: ``senders`` clients post at once to ``routes`` routes (one chat each); acked/s until
   every 202, p50/p99 of each post, and delivered/s until every delivery was relayed to its chat.
 
+The senders run in a child process (the service's CPU is measured alone, as a remote sender's would
+not be on it); latency is the client's, POST sent to 202 read.
+
     python bench/webhook_intake.py [--full]
 """
 
@@ -126,41 +129,44 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-async def one_sender(url: str, count: int) -> dict[str, float]:
+async def send_all(port: int, senders: int, per_sender: int, routes: int, warmup: int) -> None:
+    """The load generator, in a child process (its CPU is not the service's): prints JSON with
+    every post's latency and the wall-clock start and end of the measured posts."""
     body = json.dumps(PAYLOAD).encode()
-    async with service_at(url, 1) as (_service, _counter, port), httpx.AsyncClient() as client:
-        target = f"http://127.0.0.1:{port}/hooks/r0"
-        for _ in range(20):  # warm-up: connections, first statements
-            await post(client, target, body)
-        times = [await post(client, target, body) for _ in range(count)]
-    return {"p50": statistics.median(times), "p99": pct(times, 99)}
-
-
-async def many_senders(url: str, senders: int, per_sender: int, routes: int) -> dict[str, float]:
-    body = json.dumps(PAYLOAD).encode()
-    total = senders * per_sender
-    limits = httpx.Limits(max_connections=senders)
-    async with (
-        service_at(url, routes) as (_service, counter, port),
-        httpx.AsyncClient(limits=limits) as client,
-    ):
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=senders)) as client:
+        for n in range(warmup):  # connections, first statements
+            await post(client, f"http://127.0.0.1:{port}/hooks/r{n % routes}", body)
 
         async def sender(n: int) -> list[float]:
             target = f"http://127.0.0.1:{port}/hooks/r{n % routes}"
             return [await post(client, target, body) for _ in range(per_sender)]
 
-        started = time.perf_counter()
+        started = time.time()
         results = await asyncio.gather(*(sender(n) for n in range(senders)))
-        acked = time.perf_counter() - started
-        while counter.delivered < total:
+        acked = time.time()
+    times = [t for result in results for t in result]
+    print(json.dumps({"times": times, "started": started, "acked": acked}))
+
+
+async def run_case(url: str, senders: int, per_sender: int, routes: int, warmup: int) -> dict[str, float]:
+    """The service here, the senders in a child process; latency, acked/s and delivered/s."""
+    total = senders * per_sender
+    async with service_at(url, routes) as (_service, counter, port):
+        argv = [__file__, "--send", str(port), str(senders), str(per_sender), str(routes), str(warmup)]
+        child = await asyncio.create_subprocess_exec(sys.executable, *argv, stdout=asyncio.subprocess.PIPE)
+        out, _ = await child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError("the sender process failed")
+        result = json.loads(out)
+        while counter.delivered < total + warmup:
             counter.changed.clear()
             await asyncio.wait_for(counter.changed.wait(), 60)
-        delivered = time.perf_counter() - started
-    times = [t for result in results for t in result]
+        delivered = time.time() - result["started"]
+    times: list[float] = result["times"]
     return {
         "p50": statistics.median(times),
         "p99": pct(times, 99),
-        "acked/s": total / acked,
+        "acked/s": total / (result["acked"] - result["started"]),
         "delivered/s": total / delivered,
     }
 
@@ -168,7 +174,11 @@ async def many_senders(url: str, senders: int, per_sender: int, routes: int) -> 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--send", nargs=5, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.send:
+        await send_all(*args.send)
+        return 0
     count, senders, per_sender, routes = (2000, 32, 100, 8) if args.full else (300, 16, 25, 8)
     engines = {"sqlite": "sqlite+aiosqlite:///{tmp}/hygieia.db"}
     postgres = os.environ.get("HYGIEIA_TEST_POSTGRES_URL")
@@ -182,12 +192,19 @@ async def main() -> int:
         schema = f"bench_hooks_{uuid.uuid4().hex[:8]}" if engine == "postgresql" else None
         url = base if schema is None else await schema_url(base, schema, "CREATE")
         try:
-            alone = await one_sender(url, count)
-            crowd = await many_senders(url, senders, per_sender, routes)
+            alone = await run_case(url, 1, count, 1, 20)
+            crowd = await run_case(url, senders, per_sender, routes, routes)
         finally:
             if schema is not None:
                 await schema_url(base, schema, "DROP")
-        table.add_row(engine, "one sender", f"{alone['p50']:.1f}", f"{alone['p99']:.1f}", "", "")
+        table.add_row(
+            engine,
+            "one sender",
+            f"{alone['p50']:.1f}",
+            f"{alone['p99']:.1f}",
+            f"{alone['acked/s']:.0f}",
+            f"{alone['delivered/s']:.0f}",
+        )
         table.add_row(
             engine,
             f"{senders} senders, {routes} chats",
