@@ -195,3 +195,24 @@ async def test_a_default_template_shows_the_event_and_the_payload(inbox: Inbox) 
         assert (await post_github(client, URL, {"a": 1})).status_code == 202
     assert inbox.messages[0].text == 'Webhook gh (push):\n{"a":1}'
     assert inbox.messages[0].chat_type == "group"
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, 400),  # nesting past the parser's recursion limit
+        (b'{"text": "\xff\xfe not utf-8"}', 400),
+        (b"", 400),
+        (b'"just a string"', 202),
+        (b"[1, 2, 3]", 202),
+        (b'{"pusher": {"name": "\\ud800\\u0000"}}', 202),  # a lone surrogate and NUL: cleaned at intake
+        (b"NaN", 202),
+    ],
+    ids=["deep", "bad-utf8", "empty", "string", "list", "surrogate-nul", "nan"],
+)
+async def test_hostile_bodies_get_a_clear_answer_never_a_500(
+    client: httpx.AsyncClient, inbox: Inbox, body: bytes, status: int
+) -> None:
+    response = await client.post(URL, content=body, headers=github_headers(body))
+    assert response.status_code == status, response.text
+    assert len(inbox.messages) == (1 if status == 202 else 0)
