@@ -148,6 +148,8 @@ class Gateway:
         """Accept messages and serve what a previous run left: pending or lease-expired inbox items."""
         self._accepting = True
         await self._kick_claimable()
+        for key, due in (await self._store.inbox_waiting()).items():  # retries, webhook windows
+            self._kick_later(key, max(0.0, (due - self._clock()).total_seconds()) + WINDOW_SLACK)
         self._sweeper = asyncio.create_task(self._sweep(), name="inbox lease sweep")
         self._delivery.notify()
 
