@@ -44,5 +44,8 @@ def capped(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, saying so."""
     if len(text) <= limit:
         return text
-    note = f"\n[cut: the first {limit:,} of {len(text):,} characters]"
-    return text[: max(0, limit - len(note))] + note
+    kept = limit
+    for _ in range(2):  # the note's own length depends on the number it states
+        note = f"\n[cut: the first {kept:,} of {len(text):,} characters]"
+        kept = max(0, limit - len(note))
+    return text[:kept] + f"\n[cut: the first {kept:,} of {len(text):,} characters]"
