@@ -9,7 +9,7 @@ from typing import Any
 
 from agent.errors import ConfigError
 from gateway.cluster.election import IntakeSlot
-from gateway.cluster.roles import intake_lease
+from gateway.cluster.roles import intake_lease, runs_intake
 from gateway.config import Settings
 from gateway.config.webhooks import missing_secrets
 from gateway.platforms.base import PlatformAdapter
@@ -21,10 +21,13 @@ from gateway.runner.listener import DoorListener
 from gateway.serving.commands import command_specs
 
 
-def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[PlatformAdapter]:
+def build_adapters(
+    settings: Settings, platforms: Sequence[str] | None, role: str = "all"
+) -> list[PlatformAdapter]:
     """Adapters for ``platforms``; without a list, every platform whose token is set, else the console.
 
-    Asking for a platform whose token is not set is a configuration error, not a silent skip.
+    Asking for a platform whose token is not set is a configuration error, not a silent skip. A
+    ``worker`` node serves no HTTP intake: it builds no webhooks adapter (nor needs the secrets).
     """
     wanted = list(platforms) if platforms else []
     if not wanted:
@@ -66,7 +69,8 @@ def build_adapters(settings: Settings, platforms: Sequence[str] | None) -> list[
                 )
             )
         elif name == "webhooks":
-            adapters.append(build_webhooks(settings, doors.listener()))
+            if runs_intake(role):  # type: ignore[arg-type]  # checked by check_role before
+                adapters.append(build_webhooks(settings, doors.listener()))
         else:
             raise ConfigError(
                 f"--platform: unknown platform {name!r}; choose console, telegram, discord or webhooks"

@@ -81,3 +81,11 @@ async def test_doctor_lists_the_routes_when_all_is_set(
     checks = await run_checks(settings_with(tmp_path, telegram_bot_token="1:a"), contact_endpoints=False)
     [hooks] = [c for c in checks if c.name == "webhooks"]
     assert hooks.status == "ok" and "/hooks/" in hooks.detail
+
+
+def test_a_worker_node_builds_no_webhooks_and_needs_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOOK_SECRET", raising=False)
+    settings = settings_with(tmp_path, telegram_bot_token="1:a")
+    assert [a.name for a in build_adapters(settings, ["webhooks"], "worker")] == ["telegram"]
