@@ -108,8 +108,11 @@ class WebhookApp:
     async def _commit(
         self, name: str, route: WebhookRoute, payload: object, delivery: str, event: str
     ) -> Response:
-        specials = {"route": name, "event": event, "delivery": delivery, "body": _compact(payload)}
-        text = capped(self._templates[name].render(payload, specials), route.max_template_chars)
+        try:
+            specials = {"route": name, "event": event, "delivery": delivery, "body": _compact(payload)}
+            text = capped(self._templates[name].render(payload, specials), route.max_template_chars)
+        except (RecursionError, ValueError):  # nested just under the parser's limit, NaN in a value
+            return refusal(400, "invalid_json", "the payload cannot be printed (nested too deeply?)")
         message = InboundMessage(
             platform=route.platform,
             chat_id=route.chat_id,
