@@ -22,6 +22,7 @@ GENERIC_TIMESTAMP = "x-hygieia-timestamp"
 GENERIC_DELIVERY = "x-hygieia-delivery"
 GENERIC_EVENT = "x-hygieia-event"
 _PREFIX = "sha256="
+MAX_DELIVERY_ID = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,10 @@ def delivery_id(style: str, headers: Mapping[str, str], body: bytes) -> str:
     delivery: a sender retrying without an id is stored once)."""
     given = headers.get(GITHUB_DELIVERY if style == "github" else GENERIC_DELIVERY, "").strip()
     if given:
-        return given[:100]
+        # The inbox keeps ``webhook:<route>:<id>`` in 128 characters: a long id is kept as its digest.
+        if len(given) <= MAX_DELIVERY_ID:
+            return given
+        return "sha256-" + hashlib.sha256(given.encode()).hexdigest()[:32]
     return "sha256-" + hashlib.sha256(body).hexdigest()[:32]
 
 

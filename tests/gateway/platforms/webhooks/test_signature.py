@@ -60,3 +60,9 @@ def test_without_a_delivery_id_an_identical_body_is_the_same_delivery() -> None:
 
 def test_the_senders_delivery_id_is_used_when_given() -> None:
     assert delivery_id("github", {"x-github-delivery": "72d3162e"}, BODY) == "72d3162e"
+
+
+def test_a_long_delivery_id_is_kept_as_its_digest_and_stays_distinct() -> None:
+    first = delivery_id("generic", {"x-hygieia-delivery": "a" * 500}, BODY)
+    other = delivery_id("generic", {"x-hygieia-delivery": "a" * 499 + "b"}, BODY)
+    assert len(first) <= 64 and first != other

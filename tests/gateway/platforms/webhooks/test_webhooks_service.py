@@ -248,3 +248,17 @@ async def test_a_payload_that_reads_like_a_command_is_text_for_the_agent(
 
     assert sent.plain_text == "reply: /new"  # answered by the model, not run as /new
     assert len(responder.chat_bodies) == 1
+
+
+async def test_a_very_long_delivery_id_is_stored_on_every_engine(
+    tmp_path: Path, db_url: str, anthropic: FakeAnthropic
+) -> None:
+    async with FakeTelegram() as bot:
+        settings = telegram_settings(tmp_path, db_url, anthropic, bot, deliver_only=True)
+        async with serving(settings, build_adapters(settings, ["webhooks"])) as (service, client, url):
+            first = await post_github(client, url, PUSH, delivery="d" * 300)
+            again = await post_github(client, url, PUSH, delivery="d" * 300)
+            await bot.wait_for_sent(1, timeout=15)
+            rows = await inbox_rows(service)
+
+    assert (first.status_code, again.status_code, rows) == (202, 202, 1)
