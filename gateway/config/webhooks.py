@@ -36,6 +36,9 @@ class WebhookRoute(BaseModel):
     rate_per_minute: int = Field(60, ge=1, le=100_000)
     max_template_chars: int = Field(8000, ge=100, le=200_000)
     """The rendered text is cut here (with a note): a payload never floods the chat or the context."""
+    events: list[str] = Field(default_factory=list)
+    """Only these events (``X-GitHub-Event`` / ``X-Hygieia-Event``) are delivered; others get a 202
+    ``ignored`` and are not stored (GitHub's ``ping`` on creating a hook). Empty: every event."""
     max_skew_seconds: int = Field(300, ge=1, le=86_400)
     """``generic`` signatures with a timestamp: how far it may be from now."""
 

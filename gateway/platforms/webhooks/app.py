@@ -103,7 +103,10 @@ class WebhookApp:
         if payload is None:
             return refusal(400, "invalid_json", "the body is not JSON (nor a form with a JSON 'payload')")
         delivery = delivery_id(route.signature, headers, body)
-        return await self._commit(name, route, payload, delivery, event_name(route.signature, headers))
+        event = event_name(route.signature, headers)
+        if route.events and event not in route.events:
+            return JSONResponse({"status": "ignored", "event": event, "delivery": delivery}, status_code=202)
+        return await self._commit(name, route, payload, delivery, event)
 
     async def _commit(
         self, name: str, route: WebhookRoute, payload: object, delivery: str, event: str

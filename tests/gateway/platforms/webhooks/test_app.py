@@ -216,3 +216,17 @@ async def test_hostile_bodies_get_a_clear_answer_never_a_500(
     response = await client.post(URL, content=body, headers=github_headers(body))
     assert response.status_code == status, response.text
     assert len(inbox.messages) == (1 if status == 202 else 0)
+
+
+async def test_an_event_the_route_does_not_take_is_acknowledged_and_not_stored(inbox: Inbox) -> None:
+    async for client in client_for(app_with(inbox, events=["issues"])):
+        response = await post_github(client, URL, PUSH)  # X-GitHub-Event: push
+    assert response.status_code == 202
+    assert response.json()["status"] == "ignored"
+    assert inbox.messages == []
+
+
+async def test_an_event_the_route_takes_is_stored(inbox: Inbox) -> None:
+    async for client in client_for(app_with(inbox, events=["push", "issues"])):
+        assert (await post_github(client, URL, PUSH)).json()["status"] == "accepted"
+    assert len(inbox.messages) == 1
