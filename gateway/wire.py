@@ -26,6 +26,13 @@ class AttachmentPayload(TypedDict):
     """Seconds of a voice note or audio file, when the platform said (absent in older rows)."""
 
 
+class WebhookPayload(TypedDict):
+    """Marks an inbox item a webhook route posted (gateway.platforms.webhooks)."""
+
+    route: str
+    deliver_only: bool
+
+
 class InboxPayload(TypedDict):
     """The ``inbox.payload`` column: everything needed to rebuild a received message later."""
 
@@ -41,6 +48,7 @@ class InboxPayload(TypedDict):
     attachments: list[AttachmentPayload]
     truncated_from: int | None
     scheduled_task: NotRequired[str]
+    webhook: NotRequired[WebhookPayload]
 
 
 # The bot's /compact confirmation quotes the focus it was given; an erasure finds the quote by this

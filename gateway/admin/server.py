@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 from collections.abc import Callable, Generator, Sequence
@@ -44,14 +45,20 @@ class _Server(uvicorn.Server):
 def _listen(host: str, port: int, label: str, port_setting: str) -> socket.socket:
     """A listening socket; failing here (port taken, bad address) is one clear error, not uvicorn's exit."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP spelled out, not 0 as socket.create_server leaves it: asyncio turns Nagle off
+    # (TCP_NODELAY) only on sockets that say TCP, and with Nagle on every keep-alive response
+    # waited ~40 ms for the client's delayed ACK (headers and body are two writes).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock = socket.create_server((host, port), family=family)
-        # asyncio sets TCP_NODELAY only on sockets made with proto IPPROTO_TCP, and create_server's
-        # have proto 0: without it the body after the response head waited for the client's
-        # delayed ACK, ~40 ms per answer on a kept-alive connection. Accepted sockets inherit it.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if os.name == "posix":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
+        sock.listen()
         return sock
     except OSError as exc:
+        sock.close()
         raise ConfigError(
             f"{label}: cannot listen on {host}:{port} ({exc.strerror or exc}); choose another {port_setting}"
         ) from None

@@ -44,7 +44,10 @@ def run(
     platform: Annotated[
         list[str] | None,
         typer.Option(
-            "--platform", "-p", metavar="NAME", help="console, telegram, discord or api; repeat for several."
+            "--platform",
+            "-p",
+            metavar="NAME",
+            help="console, telegram, discord, api or webhooks; repeat for several.",
         ),
     ] = None,
     role: Annotated[
@@ -64,12 +67,12 @@ def run(
     from gateway.logging_setup import configure_logging
     from gateway.runner import chats_on_this_terminal, run_service
 
-    allowed = {"console", "telegram", "discord", "api"}
+    allowed = {"console", "telegram", "discord", "api", "webhooks"}
     unknown = [p for p in platform or [] if p not in allowed]
     if unknown:
         err.print(
-            f"[red]--platform:[/red] unknown {', '.join(unknown)}; "
-            "choose from console, telegram, discord, api"
+            f"[red]--platform:[/red] unknown {', '.join(unknown)};"
+            " choose from console, telegram, discord, api, webhooks"
         )
         raise typer.Exit(2)
     from gateway.cluster.roles import check_role

@@ -19,6 +19,7 @@ from agent.errors import ConfigError, StoreError
 from gateway.admin.middleware import check_admin_token
 from gateway.cli.common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
+from gateway.config.webhooks import missing_secrets
 from gateway.jobs.retention import retention_policy
 from gateway.runner.tool_servers import probe_servers
 from gateway.store.db import Database
@@ -76,10 +77,29 @@ async def run_checks(settings: Settings, *, contact_endpoints: bool) -> list[Che
     checks.append(await _check_discord(settings, contact_endpoints))
     checks.extend(_check_access(settings))
     checks.extend(await _check_mcp_servers(settings, contact_endpoints))
+    checks.extend(_check_webhooks(settings))
     checks.append(_check_context_engine(settings))
     checks.append(_check_caching(settings))
     checks.append(Check("retention", "ok", retention_policy(settings)))
     return checks
+
+
+def _check_webhooks(settings: Settings) -> list[Check]:
+    """Each route's secret is in the environment, and its chat's platform has its token."""
+    routes = settings.webhooks.routes
+    if not routes:
+        return []
+    problems = missing_secrets(settings.webhooks, os.environ)
+    tokens = {"telegram": settings.telegram_bot_token, "discord": settings.discord_bot_token}
+    problems += [
+        f"webhooks.routes.{name}.deliver_to: {route.deliver_to}, but the {route.platform} token is not set"
+        for name, route in routes.items()
+        if tokens[route.platform] is None
+    ]
+    if problems:
+        return [Check("webhooks", "fail", "; ".join(problems))]
+    where = f"http://{settings.api.host}:{settings.api.port}/hooks/"
+    return [Check("webhooks", "ok", f"{len(routes)} route(s) at {where}<route>")]
 
 
 async def _check_mcp_servers(settings: Settings, contact: bool) -> list[Check]:

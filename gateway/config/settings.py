@@ -41,6 +41,7 @@ from gateway.config.sections import (
     split_csv,
 )
 from gateway.config.sources import ENV_PREFIX, config_file_source
+from gateway.config.webhooks import WebhooksSettings
 from gateway.local_time import check_timezone
 
 
@@ -100,6 +101,8 @@ class Settings(BaseSettings):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    webhooks: WebhooksSettings = Field(default_factory=WebhooksSettings)
+    """Inbound webhook routes served at ``/hooks/<route>`` on the api listener (docs/webhooks.md)."""
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     media: MediaSettings = Field(default_factory=MediaSettings)

@@ -169,6 +169,19 @@ class Replies:
         )
         self._delivery.notify()
 
+    async def relay(self, session_id: str, items: Sequence[Answerable], text: str) -> None:
+        """Webhook deliveries relayed as one plain message (no model call): like a command's answer,
+        in the outbox only, and the items done in the same transaction."""
+        await self._store.outbox_put(
+            session_id=session_id,
+            target=target_to_dict(items[-1].reply_target),
+            text=text,
+            inbox_ids=[item.id for item in items],
+            message_id=None,
+            answers=[(item.id, None) for item in items],
+        )
+        self._delivery.notify()
+
     async def notice(self, session_id: str, target: OutboundTarget, text: str) -> None:
         """A one-line notice to the chat (not an answer to any item)."""
         await self._store.outbox_put(

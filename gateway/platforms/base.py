@@ -33,6 +33,17 @@ class Attachment:
 
 
 @dataclass(frozen=True, slots=True)
+class WebhookOrigin:
+    """A message a webhook route posted into a chat: its signature was its authorization, it
+    carries no command, quotes nothing, and a burst of them is served together."""
+
+    route: str
+    deliver_only: bool = False
+    """Relay the text as a plain message, no model call."""
+    coalesce_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class InboundMessage:
     """A message from any platform, in our own shape.
 
@@ -55,6 +66,8 @@ class InboundMessage:
     edited: bool = False
     reply_to_message_id: str | None = None
     from_bot: bool = False
+    webhook: WebhookOrigin | None = None
+    """Set by the webhooks platform only (gateway.platforms.webhooks)."""
 
     @property
     def is_dm(self) -> bool:

@@ -37,7 +37,7 @@ async def run_service(
 ) -> int:
     """``hygieia run``: serve until SIGINT/SIGTERM, or until piped console input is used up; exit code."""
     check_role(role, dialect_of(settings))  # before anything connects: one clear line
-    adapters = build_adapters(settings, platforms)
+    adapters = build_adapters(settings, platforms, role)
     service = await Service.build(settings, adapters, lease_seconds=lease_seconds, role=role)
     console = next((a for a in adapters if isinstance(a, ConsoleAdapter)), None)
     if service.provider.name == "offline":

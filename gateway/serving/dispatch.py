@@ -36,6 +36,7 @@ from gateway.outbound.replies import Replies
 from gateway.outbound.streaming import Streams
 from gateway.platforms.base import InboundMessage, OutboundTarget
 from gateway.platforms.manners import BotManners
+from gateway.platforms.webhooks.coalescing import joined_burst
 from gateway.scheduling.tasks import TaskBook
 from gateway.serving.auth import REFUSAL_TEXT, Authorizer
 from gateway.serving.claim_plan import PlannedClaim
@@ -47,6 +48,7 @@ from gateway.serving.retry import RetryPolicy
 from gateway.serving.sessions import SessionDirectory, SessionLocks, session_key
 from gateway.serving.tool_view import ToolView, tool_scope
 from gateway.serving.turns import CANCEL_REASONS, Outcome, TurnBook, TurnServer
+from gateway.serving.webhook_items import WINDOW_SLACK, coalescing_until
 from gateway.store import fence
 from gateway.store.base import CONFLICT_RETRIES
 from gateway.store.records import InboxRecord, SessionInfo
@@ -146,6 +148,8 @@ class Gateway:
         """Accept messages and serve what a previous run left: pending or lease-expired inbox items."""
         self._accepting = True
         await self._kick_claimable()
+        for key, due in (await self._store.inbox_waiting()).items():  # retries, webhook windows
+            self._kick_later(key, max(0.0, (due - self._clock()).total_seconds()) + WINDOW_SLACK)
         self._sweeper = asyncio.create_task(self._sweep(), name="inbox lease sweep")
         self._delivery.notify()
 
@@ -241,11 +245,13 @@ class Gateway:
     async def intake(self, msg: InboundMessage) -> None:
         """Authorize, clean, commit to the inbox, schedule the session; return (the adapter acks)."""
         msg = self._manners.judge(msg)
-        if not self._auth.is_allowed(msg.platform, msg.user_id):
+        # A webhook's signature, checked by its route, is its authorization.
+        if msg.webhook is None and not self._auth.is_allowed(msg.platform, msg.user_id):
             await self._refuse(msg)
             return
         cleaned = clean_text(msg.text, self._settings.sessions.max_inbound_chars)
         key = session_key(msg, self._settings.sessions)
+        not_before = await coalescing_until(self._store, key, msg.webhook, self._clock())
         inbox_id, created = await self._store.inbox_put(
             platform=msg.platform,
             chat_id=msg.chat_id,
@@ -258,12 +264,19 @@ class Gateway:
                 total_chars=self._settings.sessions.max_inbound_total_chars,
             ),
             addressed=msg.addressed,
+            not_before=not_before,
         )
         log_fields = {"platform": msg.platform, "key": key, "inbox_id": inbox_id}
         if not created:
             _log.info("duplicate delivery of a message; stored once", extra=log_fields)
             return
         _log.debug("message received", extra=log_fields)
+        if msg.webhook is not None:
+            if not_before is None:
+                self._kick(key)
+            else:  # served with the rest of its burst when the window closes
+                self._kick_later(key, (not_before - self._clock()).total_seconds() + WINDOW_SLACK)
+            return
         command = None if msg.edited else command_in(cleaned.text, addressed=msg.addressed)
         running = key in self._book.running
         reason = None
@@ -432,6 +445,12 @@ class Gateway:
         ``current`` (the key's session as the claim read it) serves the first run only: a command
         may end the session (``/new``), and whatever follows it looks the session up again.
         """
+        relayed = [item for item in items if item.deliver_only]
+        if relayed:
+            info = await self._directory.current(key, relayed[0])
+            text = joined_burst([item.text for item in relayed])
+            await self._replies.relay(self._directory.agent_session(info).id, relayed, text)
+            items = [item for item in items if not item.deliver_only]
         segment: list[InboxItem] = []
         for index, item in enumerate(items):
             command = item.command if item.is_command else None

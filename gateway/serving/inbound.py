@@ -16,7 +16,7 @@ from agent.types import ChatMessage, text_block
 from gateway.platforms.base import Attachment, InboundMessage, OutboundTarget
 from gateway.serving.commands import Command, command_in
 from gateway.store.records import InboxRecord
-from gateway.wire import AttachmentKind, AttachmentPayload, InboxPayload
+from gateway.wire import AttachmentKind, AttachmentPayload, InboxPayload, WebhookPayload
 
 # NUL and the other C0 controls except tab, newline, carriage return; lone surrogates.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -82,7 +82,7 @@ def inbox_payload(
             data, used = _capped(data, attachment.text, min(attachment_chars, left))
             left -= used
         attachments.append(data)
-    return InboxPayload(
+    payload = InboxPayload(
         edit_of=msg.platform_message_id if msg.edited else None,
         text=cleaned.text,
         user_id=msg.user_id,
@@ -95,6 +95,9 @@ def inbox_payload(
         attachments=attachments,
         truncated_from=cleaned.original_chars if cleaned.truncated else None,
     )
+    if msg.webhook is not None:
+        payload["webhook"] = WebhookPayload(route=msg.webhook.route, deliver_only=msg.webhook.deliver_only)
+    return payload
 
 
 def _capped(data: AttachmentPayload, text: str, room: int) -> tuple[AttachmentPayload, int]:
@@ -189,6 +192,12 @@ class InboxItem:
     def is_command(self) -> bool:
         return self.command is not None and self.edit_of is None
 
+    @property
+    def deliver_only(self) -> bool:
+        """A webhook's text to relay as is, with no model call."""
+        hook = self.payload.get("webhook")
+        return hook is not None and hook["deliver_only"]
+
 
 def parse_item(record: InboxRecord) -> InboxItem:
     """The one place an inbox row's JSON is read.
@@ -198,11 +207,14 @@ def parse_item(record: InboxRecord) -> InboxItem:
     cannot be served (retried, then set aside with its sender told), never served half-read.
     """
     payload = parse_payload(record.payload)
-    quoted = None if "scheduled_task" in payload else record.platform_message_id
+    # A scheduled task's run or a webhook's delivery is no platform message: nothing to quote; and
+    # a webhook's text is its sender's, never a command.
+    posted = "scheduled_task" in payload or "webhook" in payload
+    quoted = None if posted else record.platform_message_id
     return InboxItem(
         record=record,
         payload=payload,
-        command=command_in(payload["text"], addressed=record.addressed),
+        command=None if "webhook" in payload else command_in(payload["text"], addressed=record.addressed),
         edit_of=payload["edit_of"] or None,
         # A scheduled task's run is no platform message: there is nothing to quote.
         reply_target=OutboundTarget(
@@ -232,6 +244,13 @@ def parse_payload(raw: dict[str, Any]) -> InboxPayload:
     task = _id(raw, "scheduled_task")
     if task:
         payload["scheduled_task"] = task
+    hook = raw.get("webhook")
+    if hook is not None:
+        if not isinstance(hook, dict):
+            raise _wrong("webhook", hook, "an object")
+        payload["webhook"] = WebhookPayload(
+            route=_text(hook, "route") or "", deliver_only=_flag(hook, "deliver_only")
+        )
     return payload
 
 

@@ -132,6 +132,8 @@ class TurnServer:
                 return None  # to be set aside (gateway.serving.dead_letters), not appended
             if item.edit_of is not None or item.payload["attachments"] or item.command is not None:
                 return None
+            if item.deliver_only:
+                return None  # relayed, not a turn (Gateway._serve)
             messages.append(user_message(item))
         return messages
 

@@ -127,8 +127,10 @@ class InboxOps(Repo):
         session_key: str,
         payload: InboxPayload,
         addressed: bool,
+        not_before: datetime | None = None,
     ) -> tuple[int, bool]:
         """Persist a received message; ``(id, created)``. The same platform message is stored once.
+        ``not_before``: not claimable until then (a webhook waiting out its coalescing window).
 
         Returns once the row is committed. Concurrent calls share one transaction (group
         commit, :mod:`gateway.store.group_commit`).
@@ -143,6 +145,7 @@ class InboxOps(Repo):
             "status": "pending",
             "attempts": 0,
             "received_at": utcnow(),
+            "lease_until": not_before,
         }
         batch: InboxBatch | None = getattr(self, "_inbox_batch", None)
         if batch is None:
@@ -304,6 +307,19 @@ class InboxOps(Repo):
             if row is None:
                 raise NotFound(f"no inbox item {inbox_id}")
             return to_inbox(row)
+
+    async def inbox_waiting(self) -> dict[str, datetime]:
+        """Session keys whose pending items wait out a delay (a retry, a webhook's coalescing
+        window), with when the first is due, on this process's clock: a start schedules them."""
+        stmt = (
+            select(inbox.c.session_key, func.min(inbox.c.lease_until))
+            .where(inbox.c.status == "pending", inbox.c.lease_until.is_not(None))
+            .group_by(inbox.c.session_key)
+        )
+        async with self._tx(write=False) as s:
+            rows = (await s.execute(stmt)).all()
+            skew = await self.lease_now(s) - self._clock() if self._db.dialect == "postgresql" else None
+        return {str(key): due if skew is None else due - skew for key, due in rows if due is not None}
 
     async def inbox_pending_keys(self) -> list[str]:
         """Session keys with claimable work, the longest-waiting first."""

@@ -1,0 +1,1 @@
+"""Inbound webhooks: signed HTTP posts that land in a chat (docs/webhooks.md)."""
