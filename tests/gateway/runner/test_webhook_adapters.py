@@ -89,3 +89,27 @@ def test_a_worker_node_builds_no_webhooks_and_needs_no_secret(
     monkeypatch.delenv("HOOK_SECRET", raising=False)
     settings = settings_with(tmp_path, telegram_bot_token="1:a")
     assert [a.name for a in build_adapters(settings, ["webhooks"], "worker")] == ["telegram"]
+
+
+async def test_the_api_and_the_webhooks_answer_on_one_listener(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx
+
+    from gateway.platforms.http_api.adapter import ApiAdapter
+
+    monkeypatch.setenv("HOOK_SECRET", "x")
+    key = "k" * 32
+    settings = settings_with(tmp_path, telegram_bot_token="1:a", api_keys=f"me={key}")
+    adapters = {a.name: a for a in build_adapters(settings, ["api", "webhooks"])}
+    api = adapters["api"]
+    assert isinstance(api, ApiAdapter)
+    await api.door.open()
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api.door.port}") as client:
+            models = await client.get("/v1/models", headers={"Authorization": f"Bearer {key}"})
+            unsigned = await client.post("/hooks/gh", content=b"{}")
+    finally:
+        await api.door.close()
+    assert models.status_code == 200 and [m["id"] for m in models.json()["data"]] == ["hygieia"]
+    assert unsigned.status_code == 401
