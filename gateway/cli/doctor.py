@@ -77,11 +77,26 @@ async def run_checks(settings: Settings, *, contact_endpoints: bool) -> list[Che
     checks.append(await _check_discord(settings, contact_endpoints))
     checks.extend(_check_access(settings))
     checks.extend(await _check_mcp_servers(settings, contact_endpoints))
+    checks.extend(_check_api(settings))
     checks.extend(_check_webhooks(settings))
     checks.append(_check_context_engine(settings))
     checks.append(_check_caching(settings))
     checks.append(Check("retention", "ok", retention_policy(settings)))
     return checks
+
+
+def _check_api(settings: Settings) -> list[Check]:
+    """``HYGIEIA_API_KEYS`` parses into strong keys (the start refuses what this fails)."""
+    if settings.api_keys is None:
+        return []
+    from gateway.platforms.http_api.keys import ApiKeys
+
+    try:
+        keys = ApiKeys.parse(settings.api_keys.get_secret_value())
+    except ConfigError as exc:
+        return [Check("api", "fail", str(exc))]
+    where = f"http://{settings.api.host}:{settings.api.port}/v1"
+    return [Check("api", "ok", f"{len(keys.names)} key(s) ({', '.join(keys.names)}) at {where}")]
 
 
 def _check_webhooks(settings: Settings) -> list[Check]:
