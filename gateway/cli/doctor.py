@@ -20,7 +20,6 @@ from gateway.admin.middleware import check_admin_token
 from gateway.cli.common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
 from gateway.jobs.retention import retention_policy
-from gateway.runner.tool_servers import probe_servers
 from gateway.store.db import Database
 from gateway.store.migrate import current_revision, head_revision
 from gateway.store.repository import Store
@@ -86,6 +85,9 @@ async def _check_mcp_servers(settings: Settings, contact: bool) -> list[Check]:
     """Every configured MCP server connected once, with the tools it offers."""
     if not contact:
         return [Check(f"mcp {name}", "ok", "configured (not contacted)") for name in settings.mcp_servers]
+    # Imported here: it loads the MCP SDK, about a second of CPU every other command need not pay.
+    from gateway.runner.tool_servers import probe_servers
+
     found = await probe_servers(settings, os.environ)
     return [Check(f"mcp {name}", "ok" if up else "fail", detail) for name, up, detail in found]
 
