@@ -16,7 +16,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent.clock import Clock, utcnow
 from agent.errors import ConfigError, StoreError
-from gateway.admin.middleware import check_admin_token
 from gateway.cli.common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
 from gateway.jobs.retention import retention_policy
@@ -340,6 +339,9 @@ def _check_access(settings: Settings) -> list[Check]:
     if settings.admin_token is None:
         checks.append(Check("admin api", "ok", "HYGIEIA_ADMIN_TOKEN unset: the admin API stays off"))
     else:
+        # Imported here: the admin app loads FastAPI, which no other command needs.
+        from gateway.admin.middleware import check_admin_token
+
         try:
             check_admin_token(settings.admin_token.get_secret_value())
             checks.append(Check("admin api", "ok", "token set"))
