@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agent.tools.mcp_servers import ToolCallRecord
+from agent.tools.calls import ToolCallRecord
 from gateway.admin.page import esc, when
 from gateway.store.repository import Store
 from gateway.store.tool_call_ops import LATENCY_BUCKETS, ServerCallTotals

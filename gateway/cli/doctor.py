@@ -16,12 +16,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent.clock import Clock, utcnow
 from agent.errors import ConfigError, StoreError
-from gateway.admin.middleware import check_admin_token
 from gateway.cli.common import out, print_json, run_async, safe_url, settings_or_exit
 from gateway.config import Settings
 from gateway.config.webhooks import missing_secrets
 from gateway.jobs.retention import retention_policy
-from gateway.runner.tool_servers import probe_servers
 from gateway.store.db import Database
 from gateway.store.migrate import current_revision, head_revision
 from gateway.store.repository import Store
@@ -121,6 +119,9 @@ async def _check_mcp_servers(settings: Settings, contact: bool) -> list[Check]:
     """Every configured MCP server connected once, with the tools it offers."""
     if not contact:
         return [Check(f"mcp {name}", "ok", "configured (not contacted)") for name in settings.mcp_servers]
+    # Imported here: it loads the MCP SDK, about a second of CPU every other command need not pay.
+    from gateway.runner.tool_servers import probe_servers
+
     found = await probe_servers(settings, os.environ)
     return [Check(f"mcp {name}", "ok" if up else "fail", detail) for name, up, detail in found]
 
@@ -373,6 +374,9 @@ def _check_access(settings: Settings) -> list[Check]:
     if settings.admin_token is None:
         checks.append(Check("admin api", "ok", "HYGIEIA_ADMIN_TOKEN unset: the admin API stays off"))
     else:
+        # Imported here: the admin app loads FastAPI, which no other command needs.
+        from gateway.admin.middleware import check_admin_token
+
         try:
             check_admin_token(settings.admin_token.get_secret_value())
             checks.append(Check("admin api", "ok", "token set"))

@@ -83,6 +83,9 @@ class DiscordSettings(BaseModel):
     identify_interval_seconds: float = Field(5.0, ge=0.0, le=60.0)
     """``auto``: seconds between the shard connections this process opens (Discord allows a bot one
     session start per 5 s unless its ``max_concurrency`` is higher)."""
+    guild_ready_timeout: float = Field(2.0, ge=0.0, le=60.0)
+    """Seconds discord.py waits after the last guild arrives before it calls the bot ready (its own
+    default, 2): more guilds may still be on their way. A local fake sends them all at once."""
     slash_commands: bool = True
     command_guild_ids: list[int] | None = None
     """Register the slash commands in these guilds only (they appear at once: for development);

@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent.context_engine import ContextEngine
 from agent.loop import AgentLoop
@@ -18,7 +19,6 @@ from agent.provider import LLMProvider
 from agent.tools import ToolRegistry, default_registry
 from agent.tools.deferral import ToolDeferral
 from agent.tools.delegate import DelegateTool, DelegationLimits, SubAgentParts
-from agent.tools.mcp_servers import McpCatalog
 from agent.tools.schedule import ScheduleTool
 from gateway.cluster.election import ClusterState
 from gateway.cluster.roles import Role, check_role, runs_intake, runs_worker
@@ -43,6 +43,9 @@ from gateway.serving.tool_view import ToolView
 from gateway.store.db import Database
 from gateway.store.migrate import upgrade_to_head
 from gateway.store.repository import Store
+
+if TYPE_CHECKING:
+    from agent.tools.mcp_servers import McpCatalog
 
 _log = logging.getLogger(__name__)
 

@@ -1,22 +1,32 @@
 """The MCP servers of ``mcp_servers:`` as the agent's catalog: specs resolved from the config and
-the environment (``${NAME}``), and each call recorded (the store, the metrics)."""
+the environment (``${NAME}``), and each call recorded (the store, the metrics).
+
+The MCP SDK (about a second of CPU to import) is loaded only when a server is configured: most
+deployments have none, and every ``hygieia run`` would pay for it.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError
-from agent.tools.mcp_servers import McpCatalog, ServerSpec, ToolCallObserver
+from agent.tools.calls import ToolCallObserver
 from agent.tools.scope import ToolFilter
 from gateway.config import McpServerSettings, Settings
 from gateway.config.sources import resolve_references
+
+if TYPE_CHECKING:
+    from agent.tools.mcp_servers import McpCatalog, ServerSpec
 
 _log = logging.getLogger(__name__)
 
 
 def server_spec(name: str, config: McpServerSettings, environ: Mapping[str, str]) -> ServerSpec:
     """One server as the agent takes it; a ``${NAME}`` that is not set leaves it down, saying so."""
+    from agent.tools.mcp_servers import ServerSpec  # the SDK only when configured
+
     unusable = ""
     env: dict[str, str] = {}
     headers: dict[str, str] = {}
@@ -54,7 +64,11 @@ def build_catalog(
 ) -> McpCatalog | None:
     """The catalog of the enabled servers (None without any: nothing to start)."""
     specs = server_specs(settings, environ)
-    return McpCatalog(specs, observer=observer) if specs else None
+    if not specs:
+        return None
+    from agent.tools.mcp_servers import McpCatalog  # the SDK only when configured
+
+    return McpCatalog(specs, observer=observer)
 
 
 async def probe_servers(settings: Settings, environ: Mapping[str, str]) -> list[tuple[str, bool, str]]:

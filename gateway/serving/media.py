@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 from PIL import Image, ImageOps
-from pypdf import PdfReader
 
 from agent.images import image_tokens
 from agent.types import ContentBlock
@@ -203,6 +202,10 @@ def prepare_pdf(data: bytes, *, as_document: bool, max_pages: int, max_chars: in
 
 
 def _prepare_pdf(data: bytes, *, as_document: bool, max_pages: int, max_chars: int) -> PreparedPdf:
+    # Imported on the first PDF (on the decoding thread): pypdf and the cryptography it loads cost
+    # every hygieia start about 0.3 s of CPU, and most never see a PDF.
+    from pypdf import PdfReader
+
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:
         raise MediaError("the PDF is password-protected")

@@ -8,16 +8,19 @@ servers and their state.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from agent.tools import ToolRegistry
 from agent.tools.deferral import definitions_tokens
-from agent.tools.mcp_servers import McpCatalog
 from agent.tools.scope import ToolScope
 from agent.types import ContextState
 from gateway.platforms.base import OutboundTarget
 from gateway.serving.auth import Authorizer
 from gateway.serving.overrides import frozen_tool_filter
 from gateway.store.records import SessionInfo
+
+if TYPE_CHECKING:
+    from agent.tools.mcp_servers import McpCatalog
 
 
 def tool_scope(auth: Authorizer, user_id: str | None, target: OutboundTarget, info: SessionInfo) -> ToolScope:

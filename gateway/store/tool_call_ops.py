@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import case, func, insert, select
 
 from agent.redact import redact
-from agent.tools.mcp_servers import ToolCallRecord
+from agent.tools.calls import ToolCallRecord
 from gateway.store.base import Repo
 from gateway.store.columns import clean_text
 from gateway.store.models import tool_calls

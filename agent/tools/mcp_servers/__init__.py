@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent.tools.mcp_servers.catalog import McpCatalog, McpTool, ToolCallObserver, ToolCallRecord
+from agent.tools.calls import ToolCallObserver, ToolCallRecord
+from agent.tools.mcp_servers.catalog import McpCatalog, McpTool
 from agent.tools.mcp_servers.connection import ServerConnection, ServerState, child_environment
 from agent.tools.mcp_servers.spec import ServerSpec, wire_name
 

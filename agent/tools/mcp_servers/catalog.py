@@ -10,37 +10,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import mcp_types as types
 
 from agent.clock import Clock, utcnow
 from agent.tools.base import JSONObject, Tool, ToolContext, ToolOutput
+from agent.tools.calls import ToolCallObserver, ToolCallRecord
 from agent.tools.invisible import strip_invisible
 from agent.tools.mcp_servers.connection import ServerConnection, ServerState
 from agent.tools.mcp_servers.spec import ServerSpec, wire_name
 from agent.tools.scope import ToolScope
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRecord:
-    """One MCP tool call, as the operator sees it (admin page, metrics)."""
-
-    session_id: str
-    server: str
-    tool: str
-    started_at: datetime
-    duration_ms: float
-    error: str | None
-    output_chars: int
-
-
-ToolCallObserver = Callable[[ToolCallRecord], Awaitable[None]]
 
 
 class McpTool(Tool):

@@ -70,6 +70,8 @@ async def chat(request: pytest.FixtureRequest) -> AsyncIterator[Chat]:
                 "discord_bot_token": discord.token,
                 "discord_api_base": discord.api_base,
                 "discord_gateway_url": discord.gateway_url,
+                # The fake sends its guilds at once: no need to wait discord.py's 2 s for more.
+                "discord": {"guild_ready_timeout": 0.05},
                 "allowed_users": [f"discord:{USER}"],
             },
         )

@@ -22,6 +22,7 @@ async def test_hygieia_run_answers_a_discord_dm_and_exits_0_on_sigterm(tmp_path:
                 "DISCORD_BOT_TOKEN": discord.token,
                 "HYGIEIA_DISCORD_API_BASE": discord.api_base,
                 "HYGIEIA_DISCORD_GATEWAY_URL": discord.gateway_url,
+                "HYGIEIA_DISCORD__GUILD_READY_TIMEOUT": "0.05",  # the fake sends its guilds at once
                 "ANTHROPIC_API_KEY": "test",
                 "ANTHROPIC_BASE_URL": anthropic.base_url,
                 "HYGIEIA_ALLOWED_USERS": f"discord:{USER}",
