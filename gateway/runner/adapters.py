@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,8 @@ from gateway.platforms.telegram_bot.adapter import TelegramAdapter
 from gateway.platforms.webhooks.adapter import WebhooksAdapter
 from gateway.runner.listener import DoorListener
 from gateway.serving.commands import command_specs
+
+_log = logging.getLogger(__name__)
 
 
 def build_adapters(
@@ -57,6 +60,15 @@ def build_adapters(
         if name == "api":
             if settings.api_keys is None:
                 raise ConfigError("HYGIEIA_API_KEYS: not set, but --platform api was asked for")
+            if role != "all":
+                # The answer comes back on the request waiting in this process, so only a node that
+                # also serves turns can answer it; elsewhere a request would wait for nothing.
+                if "api" in (platforms or []):
+                    raise ConfigError(
+                        f"--platform api answers on nodes of role all, not {role} (docs/api.md)"
+                    )
+                _log.warning("HYGIEIA_API_KEYS is set, but the API runs only on nodes of role all")
+                continue
             keys = ApiKeys.parse(settings.api_keys.get_secret_value())
             adapters.append(ApiAdapter(keys, doors.listener(), max_chars=settings.sessions.max_inbound_chars))
         elif name == "console":

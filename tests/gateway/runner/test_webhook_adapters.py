@@ -113,3 +113,15 @@ async def test_the_api_and_the_webhooks_answer_on_one_listener(
         await api.door.close()
     assert models.status_code == 200 and [m["id"] for m in models.json()["data"]] == ["hygieia"]
     assert unsigned.status_code == 401
+
+
+def test_the_api_is_refused_on_a_node_that_serves_no_turns(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, api_keys=f"me={'k' * 32}", api={"port": 0})
+    with pytest.raises(ConfigError, match="role all, not intake"):
+        build_adapters(settings, ["api"], "intake")
+
+
+def test_keys_alone_start_no_api_on_a_worker_node(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, api_keys=f"me={'k' * 32}", telegram_bot_token="1:a")
+    assert [a.name for a in build_adapters(settings, None, "worker")] == ["telegram"]
+    assert sorted(a.name for a in build_adapters(settings, None, "all")) == ["api", "telegram"]
