@@ -102,8 +102,8 @@ async def run(engine: str, shards: int, nodes: int, ttl: float) -> dict[str, flo
                             shard_count=shards,
                             slash_commands=False,
                             identify_interval_seconds=0,
+                            guild_ready_timeout=0.05,
                         ),
-                        guild_ready_timeout=0.05,
                     )
                     await adapter.start(Inbox())
                     stack.push_async_callback(adapter.stop)

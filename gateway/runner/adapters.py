@@ -92,7 +92,6 @@ def build_adapters(
                     api_base=settings.discord_api_base,
                     gateway_url=settings.discord_gateway_url,
                     settings=settings.discord,
-                    guild_ready_timeout=settings.discord.guild_ready_timeout,
                     commands=command_specs(),
                 )
             )

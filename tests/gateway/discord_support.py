@@ -19,17 +19,10 @@ DM_CHANNEL = 4_200_000_000_000_000_500
 def make_adapter(
     fake: FakeDiscord, *, token: str | None = None, gateway: bool = True, **options: Any
 ) -> DiscordAdapter:
-    # guild_ready_timeout is both a setting and the adapter's own argument (the runner hands the
-    # setting over): a test's value goes to the adapter, which is what waits.
-    adapter_only = {"guild_ready_timeout"}
+    options.setdefault("guild_ready_timeout", 0.05)  # the fake sends its guilds at once
     settings = DiscordSettings(
-        **{
-            k: options.pop(k)
-            for k in list(options)
-            if k in DiscordSettings.model_fields and k not in adapter_only
-        }
+        **{k: options.pop(k) for k in list(options) if k in DiscordSettings.model_fields}
     )
-    options.setdefault("guild_ready_timeout", 0.05)
     options.setdefault("ready_timeout", 5.0)
     return DiscordAdapter(
         token if token is not None else fake.token,

@@ -77,7 +77,6 @@ class DiscordAdapter(PlatformAdapter):
         gateway_url: str | None,
         settings: DiscordSettings,
         ready_timeout: float = 60.0,
-        guild_ready_timeout: float = 2.0,
         stop_grace: float = 5.0,
         intake_attempts: int = 5,
         max_text_file_bytes: int = 200_000,
@@ -92,7 +91,6 @@ class DiscordAdapter(PlatformAdapter):
             "gateway_url": gateway_url,
             "settings": settings,
             "ready_timeout": ready_timeout,
-            "guild_ready_timeout": guild_ready_timeout,
             "stop_grace": stop_grace,
             "intake_attempts": intake_attempts,
             "max_text_file_bytes": max_text_file_bytes,
@@ -107,7 +105,7 @@ class DiscordAdapter(PlatformAdapter):
         self._ready_timeout = ready_timeout + (0 if settings.auto_shards else 5.5 * (shards - 1))
         self._shard_ready_timeout = ready_timeout
         self._shards: ShardConnections | None = None
-        self._guild_ready_timeout = guild_ready_timeout
+        self._guild_ready_timeout = settings.guild_ready_timeout
         self._stop_grace = stop_grace
         self._intake_attempts = max(1, intake_attempts)
         self._limits = ReadLimits(max_text_file_bytes)
