@@ -20,15 +20,13 @@ import argparse
 import asyncio
 import contextlib
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+from _child_server import child_server
 from _report import Report
 from rich.console import Console
 from rich.table import Table
@@ -37,7 +35,6 @@ from gateway.config import Settings
 from gateway.platforms.http_api.adapter import ApiAdapter
 from gateway.runner import Service, build_adapters
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "bench-key-0123456789abcdefghijklmnop"
 _FAKE = """
 import asyncio, sys
@@ -57,20 +54,9 @@ asyncio.run(main())
 """
 
 
-@contextlib.asynccontextmanager
-async def fake_anthropic(delay: float) -> AsyncIterator[str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _FAKE, str(delay), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    try:
-        assert proc.stdout is not None
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
-        if not line:
-            raise RuntimeError("the fake Anthropic server did not start")
-        yield line.decode().strip()
-    finally:
-        proc.terminate()
-        await proc.wait()
+def fake_anthropic(delay: float) -> contextlib.AbstractAsyncContextManager[str]:
+    """The fake Anthropic server in a child process answering after ``delay`` s; yields its URL."""
+    return child_server(_FAKE, str(delay))
 
 
 def _body(case: str, turn: int) -> tuple[str, dict[str, Any]]:

@@ -26,8 +26,6 @@ import asyncio
 import contextlib
 import cProfile
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -35,6 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from _child_server import child_server
 from _report import Report
 from rich.console import Console
 from rich.table import Table
@@ -43,7 +42,6 @@ from gateway.config import Settings
 from gateway.platforms.base import InboundHandler, InboundMessage, OutboundTarget, PlatformAdapter
 from gateway.runner import Service
 
-ROOT = Path(__file__).resolve().parent.parent
 _FAKE = """
 import asyncio, sys
 from tests.fakes.anthropic import FakeAnthropic
@@ -61,22 +59,9 @@ asyncio.run(main())
 """
 
 
-@contextlib.asynccontextmanager
-async def fake_anthropic() -> AsyncIterator[str]:
+def fake_anthropic() -> contextlib.AbstractAsyncContextManager[str]:
     """The fake Anthropic server in a child process; yields its base URL."""
-    root = ROOT
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _FAKE, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    try:
-        assert proc.stdout is not None
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
-        if not line:
-            raise RuntimeError("the fake Anthropic server did not start")
-        yield line.decode().strip()
-    finally:
-        proc.terminate()
-        await proc.wait()
+    return child_server(_FAKE)
 
 
 class BenchPlatform(PlatformAdapter):
